@@ -1,1 +1,101 @@
-//! attention
+//! Scaled dot-product attention: `softmax(Q K^T / sqrt(d_k)) V`.
+
+use ndarray::{Array2, ArrayView2};
+
+use crate::error::{AttentionError, Operand};
+use crate::softmax::Softmax;
+
+/// Every step of one scaled dot-product attention.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attention {
+    /// `Q K^T / sqrt(d_k)`, one row per query token, one column per key token.
+    pub scores: Array2<f64>,
+    /// The softmax of each row of `scores`: each row sums to 1.
+    pub weights: Array2<f64>,
+    /// `weights V`: one row per query token, one column per value dimension.
+    pub output: Array2<f64>,
+}
+
+/// `softmax(Q K^T / sqrt(d_k)) V` with the stable softmax, `d_k` being the columns of K.
+///
+/// The scores are divided by `sqrt(d_k)` (not multiplied by its inverse), as the documents'
+/// NumPy code does, so they round the same way. With zero query tokens every result has zero
+/// rows; with zero key tokens the weights have zero columns and the output is all zeros (as
+/// NumPy's `w @ V` gives). NaN and `inf` propagate as in NumPy.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// // scores = np.dot(Q, K.T) / np.sqrt(K.shape[-1])
+/// let q = array![[1.0, 0.0], [0.0, 1.0]];
+/// let a = scaled_dot_product_attention(&q, &q, &array![[1.0], [3.0]])?;
+/// assert_eq!(a.scores, array![[1.0 / 2f64.sqrt(), 0.0], [0.0, 1.0 / 2f64.sqrt()]]);
+/// assert!((a.weights.row(0).sum() - 1.0).abs() < 1e-15);
+/// assert_eq!(a.output.dim(), (2, 1));
+/// # Ok::<(), AttentionError>(())
+/// ```
+///
+/// # Errors
+/// [`AttentionError::Mismatch`] when Q and K have different numbers of columns, or K and V
+/// different numbers of rows.
+pub fn scaled_dot_product_attention<'a>(
+    q: impl Into<ArrayView2<'a, f64>>,
+    k: impl Into<ArrayView2<'a, f64>>,
+    v: impl Into<ArrayView2<'a, f64>>,
+) -> Result<Attention, AttentionError> {
+    scaled_dot_product_attention_with(q, k, v, Softmax::Stable)
+}
+
+/// [`scaled_dot_product_attention`] with a chosen softmax (seeds 003 and 004 use the naive one).
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// // w = np.exp(scores) / np.sum(np.exp(scores), axis=1, keepdims=True)
+/// let big = array![[1000.0, 0.0]];
+/// let naive = scaled_dot_product_attention_with(&big, &big, &array![[1.0]], Softmax::Naive)?;
+/// assert!(naive.weights[[0, 0]].is_nan()); // exp overflowed
+/// # Ok::<(), AttentionError>(())
+/// ```
+///
+/// # Errors
+/// As [`scaled_dot_product_attention`].
+pub fn scaled_dot_product_attention_with<'a>(
+    q: impl Into<ArrayView2<'a, f64>>,
+    k: impl Into<ArrayView2<'a, f64>>,
+    v: impl Into<ArrayView2<'a, f64>>,
+    softmax: Softmax,
+) -> Result<Attention, AttentionError> {
+    attend(q.into(), k.into(), v.into(), softmax)
+}
+
+pub(crate) fn attend(
+    q: ArrayView2<'_, f64>,
+    k: ArrayView2<'_, f64>,
+    v: ArrayView2<'_, f64>,
+    softmax: Softmax,
+) -> Result<Attention, AttentionError> {
+    if q.ncols() != k.ncols() {
+        return Err(AttentionError::mismatch(
+            Operand::new("Q", q.shape()),
+            Operand::new("K", k.shape()),
+            "Q and K must have the same number of columns (d_k)",
+        ));
+    }
+    if k.nrows() != v.nrows() {
+        return Err(AttentionError::mismatch(
+            Operand::new("K", k.shape()),
+            Operand::new("V", v.shape()),
+            "K and V must have the same number of rows (one per token)",
+        ));
+    }
+    let d_k = k.ncols() as f64;
+    let scores = q.dot(&k.t()) / d_k.sqrt();
+    let weights = softmax.apply(&scores);
+    let output = weights.dot(&v);
+    Ok(Attention {
+        scores,
+        weights,
+        output,
+    })
+}

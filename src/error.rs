@@ -1,1 +1,119 @@
-//! error
+//! The one error type of the library: bad shapes and bad head layouts.
+
+use std::fmt;
+
+/// A matrix named as the documents name it, with its shape: `W_Q of head 1 is 4x3`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operand {
+    /// The matrix, as a reader would name it (`X`, `W_Q of head 2`, `concat of the heads`).
+    pub name: String,
+    /// Number of rows.
+    pub rows: usize,
+    /// Number of columns.
+    pub cols: usize,
+}
+
+impl Operand {
+    pub(crate) fn new(name: impl Into<String>, shape: &[usize]) -> Operand {
+        Operand {
+            name: name.into(),
+            rows: shape[0],
+            cols: shape[1],
+        }
+    }
+}
+
+impl fmt::Display for Operand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} is {}x{}", self.name, self.rows, self.cols)
+    }
+}
+
+/// Why an attention computation could not run.
+///
+/// Every message names the matrices involved and their shapes, so a student can find the
+/// mistake without reading the library:
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let x = Array2::<f64>::zeros((2, 5));
+/// let head = Head::new(Array2::zeros((4, 3)), Array2::zeros((4, 3)), Array2::zeros((4, 3)))?;
+/// let err = head.forward(&x).unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "X is 2x5 but W_Q is 4x3: the columns of X must equal the rows of W_Q"
+/// );
+/// # Ok::<(), AttentionError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttentionError {
+    /// Two matrices whose shapes must agree do not; `rule` says how they must agree.
+    Mismatch {
+        /// The first matrix.
+        left: Operand,
+        /// The second matrix.
+        right: Operand,
+        /// The rule that was broken, in words.
+        rule: &'static str,
+    },
+    /// `MultiHead::split` was asked for `h` heads but `h` does not divide the columns of `matrix`.
+    Split {
+        /// The matrix being split.
+        matrix: Operand,
+        /// The number of heads asked for.
+        h: usize,
+    },
+    /// The rows of W_O differ from the total width of the heads' values.
+    OutputProjection {
+        /// The value width (columns of W_V) of each head, in order.
+        widths: Vec<usize>,
+        /// The output projection.
+        wo: Operand,
+    },
+    /// A multi-head layer was given no heads.
+    NoHeads,
+}
+
+impl AttentionError {
+    pub(crate) fn mismatch(left: Operand, right: Operand, rule: &'static str) -> AttentionError {
+        AttentionError::Mismatch { left, right, rule }
+    }
+}
+
+impl fmt::Display for AttentionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttentionError::Mismatch { left, right, rule } => {
+                write!(f, "{left} but {right}: {rule}")
+            }
+            AttentionError::Split { matrix, h } => {
+                let Operand { name, rows, cols } = matrix;
+                write!(f, "cannot split {name} ({rows}x{cols}) into {h} heads: ")?;
+                if *h == 0 {
+                    write!(f, "h must be at least 1")
+                } else {
+                    write!(f, "{h} does not divide its {cols} columns")
+                }
+            }
+            AttentionError::OutputProjection { widths, wo } => {
+                let parts: Vec<String> = widths.iter().map(usize::to_string).collect();
+                write!(
+                    f,
+                    "the heads' values are {} = {} columns wide together but {wo}: \
+                     the rows of W_O must equal the total width of the heads' values",
+                    parts.join(" + "),
+                    widths.iter().sum::<usize>()
+                )
+            }
+            AttentionError::NoHeads => {
+                write!(
+                    f,
+                    "a multi-head layer needs at least one head, but none was given"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for AttentionError {}

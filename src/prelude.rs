@@ -1,5 +1,23 @@
 //! Everything a notebook cell needs: `use attention_lab::prelude::*;`.
+//!
+//! ```
+//! use attention_lab::prelude::*;
+//!
+//! let x = array![[1.0, 2.0], [3.0, 4.0]];
+//! let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
+//! assert_eq!(head.forward(&x)?.q, x);
+//! # Ok::<(), AttentionError>(())
+//! ```
 
+pub use crate::attention::{
+    scaled_dot_product_attention, scaled_dot_product_attention_with, Attention,
+};
+pub use crate::error::{AttentionError, Operand};
+pub use crate::heads::{Head, HeadOutput, MultiHead, MultiHeadOutput};
+pub use crate::init::{random_embeddings, random_projection};
 pub use crate::np;
 pub use crate::np::*;
-pub use ndarray::{array, s, Array1, Array2, ArrayView2, Axis};
+pub use crate::softmax::{softmax, softmax_naive, Softmax};
+pub use ndarray::{array, concatenate, s, Array, Array1, Array2, ArrayD, ArrayView2, Axis};
+pub use ndarray_rand::rand::rngs::StdRng;
+pub use ndarray_rand::rand::SeedableRng;

@@ -1,1 +1,131 @@
-//! softmax
+//! Row-wise softmax, in the stable form (max subtracted first) and the naive form.
+//!
+//! Both follow NumPy's arithmetic step by step: `np.max` propagates NaN, `np.exp` overflows
+//! to `inf` above 709.78, and `np.sum` adds with NumPy's pairwise summation, so the weights
+//! agree with NumPy's to the last bit on the documents' inputs.
+
+use ndarray::{Array2, ArrayView1, ArrayView2, Axis};
+
+/// Which softmax a [`Head`](crate::heads::Head) applies to its scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Softmax {
+    /// `exp(s - max(s)) / sum(...)` per row, as scipy.special.softmax: never overflows.
+    #[default]
+    Stable,
+    /// `exp(s) / sum(exp(s))` per row, as written in most tutorials: overflows above 709.78.
+    Naive,
+}
+
+impl Softmax {
+    /// Applies this softmax to each row of `scores`.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let scores = array![[1.0, 2.0], [800.0, 800.0]];
+    /// assert_eq!(Softmax::Stable.apply(&scores)[[1, 0]], 0.5);
+    /// assert!(Softmax::Naive.apply(&scores)[[1, 0]].is_nan());
+    /// ```
+    pub fn apply<'a>(self, scores: impl Into<ArrayView2<'a, f64>>) -> Array2<f64> {
+        match self {
+            Softmax::Stable => softmax(scores),
+            Softmax::Naive => softmax_naive(scores),
+        }
+    }
+}
+
+/// Row-wise softmax with the row maximum subtracted first.
+///
+/// NumPy: `e = np.exp(s - np.max(s, axis=1, keepdims=True)); e / np.sum(e, axis=1, keepdims=True)`
+/// (what `scipy.special.softmax(s, axis=1)` computes). A row holding NaN gives NaN, a row
+/// holding `inf` gives NaN (as `inf - inf`), a matrix with no columns gives one of no columns.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// // np.round(apply_softmax(np.array([[109.7, 252.0]])), 3)
+/// let w = softmax(&array![[109.7, 252.0], [0.0, 0.0]]);
+/// assert_eq!(w, array![[0.0, 1.0], [0.5, 0.5]]);
+/// ```
+pub fn softmax<'a>(scores: impl Into<ArrayView2<'a, f64>>) -> Array2<f64> {
+    stable(scores.into())
+}
+
+/// Row-wise softmax exactly as the naive formula: `np.exp(s) / np.sum(np.exp(s), axis=1, keepdims=True)`.
+///
+/// It overflows as NumPy does: `exp` of anything above 709.78 is `inf`, and `inf / inf` is NaN.
+/// Notebooks use it to show why the stable [`softmax`] exists.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let w = softmax_naive(&array![[0.0, 2.0f64.ln()], [710.0, 0.0]]);
+/// assert!((w[[0, 1]] - 2.0 / 3.0).abs() < 1e-15);
+/// assert!(w[[1, 0]].is_nan()); // exp(710) = inf, inf / inf = NaN
+/// ```
+pub fn softmax_naive<'a>(scores: impl Into<ArrayView2<'a, f64>>) -> Array2<f64> {
+    normalise(scores.into().mapv(f64::exp))
+}
+
+fn stable(scores: ArrayView2<'_, f64>) -> Array2<f64> {
+    let mut e = scores.to_owned();
+    for mut row in e.rows_mut() {
+        let max = nan_max(row.view());
+        row.mapv_inplace(|s| (s - max).exp());
+    }
+    normalise(e)
+}
+
+fn normalise(mut e: Array2<f64>) -> Array2<f64> {
+    for mut row in e.axis_iter_mut(Axis(0)) {
+        let total = pairwise_sum(row.view());
+        row.mapv_inplace(|v| v / total);
+    }
+    e
+}
+
+/// `np.max` of one row: NaN wins (Rust's `f64::max` would drop it).
+fn nan_max(row: ArrayView1<'_, f64>) -> f64 {
+    row.iter().copied().fold(f64::NEG_INFINITY, |m, v| {
+        if m.is_nan() || v.is_nan() {
+            f64::NAN
+        } else {
+            m.max(v)
+        }
+    })
+}
+
+/// NumPy's pairwise summation (`pairwise_sum` in its loops), so sums round as NumPy's do.
+pub(crate) fn pairwise_sum(row: ArrayView1<'_, f64>) -> f64 {
+    match row.as_slice() {
+        Some(values) => pairwise(values),
+        None => pairwise(&row.to_vec()),
+    }
+}
+
+fn pairwise(a: &[f64]) -> f64 {
+    const BLOCK: usize = 128;
+    let n = a.len();
+    if n < 8 {
+        // NumPy starts from -0.0 so that a sum of negative zeros stays -0.0.
+        a.iter().fold(-0.0, |s, &v| s + v)
+    } else if n <= BLOCK {
+        let mut r = [0.0; 8];
+        r.copy_from_slice(&a[..8]);
+        let mut i = 8;
+        while i + 8 <= n {
+            for (j, rj) in r.iter_mut().enumerate() {
+                *rj += a[i + j];
+            }
+            i += 8;
+        }
+        let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for &v in &a[i..] {
+            res += v;
+        }
+        res
+    } else {
+        let half = (n / 2) & !7;
+        pairwise(&a[..half]) + pairwise(&a[half..])
+    }
+}

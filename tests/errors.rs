@@ -1,0 +1,161 @@
+//! Every bad input gives an `AttentionError` whose message names the matrices and shapes.
+
+mod common;
+
+use attention_lab::prelude::*;
+use common::{assert_close, decode};
+
+fn zeros(r: usize, c: usize) -> Array2<f64> {
+    Array2::zeros((r, c))
+}
+
+fn head(d: usize, dk: usize, dv: usize) -> Head {
+    Head::new(zeros(d, dk), zeros(d, dk), zeros(d, dv)).unwrap()
+}
+
+fn message<T: std::fmt::Debug>(r: Result<T, AttentionError>) -> String {
+    r.unwrap_err().to_string()
+}
+
+#[test]
+fn x_that_does_not_fit_w_q_names_the_head() {
+    let layer = MultiHead::new(vec![head(4, 3, 3), head(4, 3, 3)], None).unwrap();
+    assert_eq!(
+        message(layer.forward(&zeros(2, 5))),
+        "X is 2x5 but W_Q of head 1 is 4x3: the columns of X must equal the rows of W_Q"
+    );
+    assert_eq!(
+        message(head(4, 3, 3).forward(&zeros(2, 5))),
+        "X is 2x5 but W_Q is 4x3: the columns of X must equal the rows of W_Q"
+    );
+}
+
+#[test]
+fn projections_that_disagree() {
+    assert_eq!(
+        message(Head::new(zeros(4, 3), zeros(4, 2), zeros(4, 3))),
+        "W_Q is 4x3 but W_K is 4x2: W_Q and W_K must have the same number of columns (d_k)"
+    );
+    assert_eq!(
+        message(Head::new(zeros(4, 3), zeros(5, 3), zeros(4, 3))),
+        "W_Q is 4x3 but W_K is 5x3: W_Q and W_K must have the same number of rows (the input width)"
+    );
+    assert_eq!(
+        message(Head::new(zeros(4, 3), zeros(4, 3), zeros(3, 3))),
+        "W_Q is 4x3 but W_V is 3x3: W_Q and W_V must have the same number of rows (the input width)"
+    );
+}
+
+#[test]
+fn split_that_does_not_divide() {
+    let w = zeros(6, 6);
+    assert_eq!(
+        message(MultiHead::split(&w, &w, &w, 4, None)),
+        "cannot split W_Q (6x6) into 4 heads: 4 does not divide its 6 columns"
+    );
+    assert_eq!(
+        message(MultiHead::split(&w, &w, &w, 0, None)),
+        "cannot split W_Q (6x6) into 0 heads: h must be at least 1"
+    );
+    let wv = zeros(6, 4);
+    assert_eq!(
+        message(MultiHead::split(&w, &w, &wv, 3, None)),
+        "cannot split W_V (6x4) into 3 heads: 3 does not divide its 4 columns"
+    );
+}
+
+#[test]
+fn zero_heads() {
+    assert_eq!(
+        message(MultiHead::new(vec![], None)),
+        "a multi-head layer needs at least one head, but none was given"
+    );
+}
+
+#[test]
+fn w_o_that_does_not_fit_the_heads() {
+    assert_eq!(
+        message(MultiHead::new(
+            vec![head(4, 3, 3), head(4, 3, 2)],
+            Some(zeros(6, 4))
+        )),
+        "the heads' values are 3 + 2 = 5 columns wide together but W_O is 6x4: \
+         the rows of W_O must equal the total width of the heads' values"
+    );
+}
+
+#[test]
+fn heads_with_different_input_widths() {
+    assert_eq!(
+        message(MultiHead::new(vec![head(4, 3, 3), head(5, 3, 3)], None)),
+        "W_Q of head 2 is 5x3 but W_Q of head 1 is 4x3: \
+         all heads must take inputs of the same width (rows of W_Q)"
+    );
+}
+
+#[test]
+fn q_and_k_of_different_widths() {
+    assert_eq!(
+        message(scaled_dot_product_attention(
+            &zeros(2, 3),
+            &zeros(2, 4),
+            &zeros(2, 3)
+        )),
+        "Q is 2x3 but K is 2x4: Q and K must have the same number of columns (d_k)"
+    );
+    assert_eq!(
+        message(scaled_dot_product_attention(
+            &zeros(2, 3),
+            &zeros(3, 3),
+            &zeros(2, 3)
+        )),
+        "K is 3x3 but V is 2x3: K and V must have the same number of rows (one per token)"
+    );
+}
+
+/// Zero tokens is not an error: every result has zero rows and the expected columns.
+#[test]
+fn zero_tokens_give_empty_results() {
+    let layer = MultiHead::new(vec![head(4, 3, 3), head(4, 3, 2)], Some(zeros(5, 4))).unwrap();
+    let out = layer.forward(&zeros(0, 4)).unwrap();
+    assert_eq!(out.heads[0].q.dim(), (0, 3));
+    assert_eq!(out.heads[1].weights.dim(), (0, 0));
+    assert_eq!(out.heads[1].z.dim(), (0, 2));
+    assert_eq!(out.concat.dim(), (0, 5));
+    assert_eq!(out.output.dim(), (0, 4));
+}
+
+/// Queries without keys: NumPy's `w @ V` of an n x 0 by 0 x d product is all zeros.
+#[test]
+fn zero_keys_give_zero_output() {
+    let a = scaled_dot_product_attention(&zeros(2, 3), &zeros(0, 3), &zeros(0, 2)).unwrap();
+    assert_eq!(a.weights.dim(), (2, 0));
+    assert_eq!(a.output, zeros(2, 2));
+}
+
+/// NaN and inf propagate exactly as in NumPy (tests/data/seeds/propagation.json).
+#[test]
+fn nan_and_inf_propagate_as_in_numpy() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/seeds/propagation.json"
+    );
+    let g: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let head = Head::new(decode(&g["wq"]), decode(&g["wk"]), decode(&g["wv"])).unwrap();
+    for case in ["nan", "inf", "neg_inf"] {
+        let c = &g[case];
+        let out = head.forward(&decode(&c["x"])).unwrap();
+        let pairs = [
+            ("q", &out.q),
+            ("k", &out.k),
+            ("v", &out.v),
+            ("scores", &out.scores),
+            ("weights", &out.weights),
+            ("z", &out.z),
+        ];
+        for (name, ours) in pairs {
+            assert_close(&format!("{case} {name}"), ours, &decode(&c[name]));
+        }
+    }
+}
