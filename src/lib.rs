@@ -1,7 +1,30 @@
-//! attention-lab: multi-head self-attention for the classroom.
+//! attention-lab: multi-head self-attention for the classroom, with NumPy's numbers and
+//! NumPy's printed text.
 //!
-//! The crate replays NumPy tutorials on self-attention in Rust, with the same numbers and
-//! the same printed text. `use attention_lab::prelude::*;` brings everything a notebook needs.
+//! The crate replays NumPy tutorials on self-attention in Rust (in evcxr Jupyter notebooks or
+//! plain programs): every intermediate (Q, K, V, scores, weights, Z, the concatenation and
+//! the output) agrees with NumPy's to 1e-12, prints as NumPy prints it ([`np`]), and random
+//! inputs can come from NumPy's own streams ([`np::RandomState`]).
+//!
+//! ```
+//! use attention_lab::prelude::*;
+//!
+//! // X = np.array([[1, 2], [3, 4]]); two heads, then M = concat @ W_O
+//! let x = array![[1.0, 2.0], [3.0, 4.0]];
+//! let swap = array![[0.0, 1.0], [1.0, 0.0]];
+//! let head_1 = Head::new(Array2::eye(2), swap.clone(), array![[1.0, 0.0], [0.0, -1.0]])?;
+//! let head_2 = Head::new(swap, Array2::eye(2), array![[0.0, 1.0], [-1.0, 0.0]])?;
+//! let wo = array![[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]];
+//! let layer = MultiHead::new(vec![head_1, head_2], Some(wo))?;
+//! let out = layer.forward(&x)?;
+//! assert_eq!(out.concat.dim(), (2, 4));
+//! assert!((out.heads[0].weights.row(0).sum() - 1.0).abs() < 1e-15);
+//! # Ok::<(), AttentionError>(())
+//! ```
+//!
+//! Modules, one concept each: [`softmax`], [`attention`], [`heads`], [`init`] (ndarray-rand
+//! starting values), [`np`] (NumPy printing, rounding and random streams), [`error`].
+//! Everything is `f64` and concrete, so notebook cells that call it compile fast.
 
 pub mod attention;
 pub mod error;
