@@ -92,6 +92,11 @@ impl std::error::Error for RandomError {}
 /// let w1 = rs.rand((5, 1))?;
 /// assert_eq!(w1[[0, 0]], 0.5488135039273248);
 /// assert_eq!(w1[[1, 0]], 0.7151893663724195);
+///
+/// // ndarray-rand's distributions draw from it too (with rand's algorithms, not NumPy's).
+/// use ndarray_rand::{rand_distr::StandardNormal, RandomExt};
+/// let z = Array2::<f64>::random_using((2, 2), StandardNormal, &mut rs);
+/// assert_eq!(z.shape(), &[2, 2]);
 /// # Ok::<(), np::RandomError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
