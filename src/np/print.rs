@@ -1,0 +1,268 @@
+//! NumPy-identical printing of ndarray arrays: `print(a)`, `repr(a)`, `np.set_printoptions`.
+//!
+//! The generic functions here only turn the array into a [`format::NpData`]; the work is done
+//! by non-generic code so notebook cells do not recompile it.
+
+use super::format::{self, NpData, Values};
+use ndarray::{ArrayBase, ArrayViewD, Data, Dimension};
+use std::fmt;
+use std::sync::Mutex;
+
+/// NumPy's print options (`np.set_printoptions`), with NumPy's defaults.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// // np.set_printoptions(precision=1)
+/// let opts = PrintOptions { precision: 1, ..Default::default() };
+/// assert_eq!(array_str(&array![0.25, 1.0 / 3.0], &opts), "[0.2 0.3]");
+/// assert_eq!(PrintOptions::default().linewidth, 75);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrintOptions {
+    /// Digits after the decimal point (at most; fewer when the shortest repr is shorter).
+    pub precision: usize,
+    /// Never switch to scientific notation for small numbers; tiny values print as `0.`.
+    pub suppress: bool,
+    /// Characters per line before wrapping.
+    pub linewidth: usize,
+    /// Arrays with more elements than this are summarised with `...`.
+    pub threshold: usize,
+    /// Items shown at each edge of a summarised axis.
+    pub edgeitems: usize,
+}
+
+impl PrintOptions {
+    /// NumPy's defaults, usable in constants.
+    pub const NUMPY: PrintOptions = PrintOptions {
+        precision: 8,
+        suppress: false,
+        linewidth: 75,
+        threshold: 1000,
+        edgeitems: 3,
+    };
+}
+
+impl Default for PrintOptions {
+    /// `PrintOptions { precision: 8, suppress: false, linewidth: 75, threshold: 1000, edgeitems: 3 }`.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// // np.get_printoptions()['threshold']
+    /// assert_eq!(PrintOptions::default().threshold, 1000);
+    /// ```
+    fn default() -> Self {
+        PrintOptions::NUMPY
+    }
+}
+
+static OPTIONS: Mutex<PrintOptions> = Mutex::new(PrintOptions::NUMPY);
+
+/// Sets the process-wide options used by [`NpDisplay::np`] and [`EvcxrDisplay`].
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// // np.set_printoptions(precision=1); print(np.array([0.25, 1.5]))
+/// set_printoptions(PrintOptions { precision: 1, ..Default::default() });
+/// assert_eq!(array![0.25, 1.5].np().to_string(), "[0.2 1.5]");
+/// set_printoptions(PrintOptions::default());
+/// ```
+pub fn set_printoptions(opts: PrintOptions) {
+    *OPTIONS.lock().unwrap_or_else(|e| e.into_inner()) = opts;
+}
+
+/// The process-wide options, like `np.get_printoptions()`.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// // np.get_printoptions()['edgeitems']
+/// assert_eq!(get_printoptions().edgeitems, 3);
+/// ```
+pub fn get_printoptions() -> PrintOptions {
+    *OPTIONS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+mod sealed {
+    use super::NpData;
+    use ndarray::ArrayViewD;
+
+    pub trait Sealed: Sized {
+        fn np_data(a: ArrayViewD<'_, Self>) -> NpData;
+    }
+}
+
+/// Element types NumPy prints: f64, f32, i64, i32 and bool.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// // print(np.array([1, 2], dtype=np.int32))
+/// assert_eq!(array_str(&array![1i32, 2], &PrintOptions::default()), "[1 2]");
+/// ```
+pub trait NpElement: sealed::Sealed + Copy {}
+
+macro_rules! np_element {
+    ($t:ty, $variant:ident) => {
+        impl sealed::Sealed for $t {
+            fn np_data(a: ArrayViewD<'_, Self>) -> NpData {
+                NpData {
+                    shape: a.shape().to_vec(),
+                    values: Values::$variant(a.iter().copied().collect()),
+                }
+            }
+        }
+        impl NpElement for $t {}
+    };
+}
+np_element!(f64, F64);
+np_element!(f32, F32);
+np_element!(i64, I64);
+np_element!(i32, I32);
+np_element!(bool, Bool);
+
+fn np_data<A: NpElement, S: Data<Elem = A>, D: Dimension>(a: &ArrayBase<S, D>) -> NpData {
+    A::np_data(a.view().into_dyn())
+}
+
+/// What `print(a)` / `str(a)` shows in NumPy.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// let a = array![[0.1, 0.2, 0.3], [1.0, 1.1, 1.2]];
+/// // print(a)
+/// assert_eq!(array_str(&a, &PrintOptions::default()), "[[0.1 0.2 0.3]\n [1.  1.1 1.2]]");
+/// ```
+pub fn array_str<A: NpElement, S: Data<Elem = A>, D: Dimension>(
+    a: &ArrayBase<S, D>,
+    opts: &PrintOptions,
+) -> String {
+    format::array_str(&np_data(a), opts)
+}
+
+/// What `repr(a)` (a Jupyter `Out` cell) shows in NumPy.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// let a = array![[1.0f32, 2.5], [3.0, 4.0]];
+/// // repr(a.astype(np.float32))
+/// assert_eq!(array_repr(&a, &PrintOptions::default()), "array([[1. , 2.5],\n       [3. , 4. ]], dtype=float32)");
+/// ```
+pub fn array_repr<A: NpElement, S: Data<Elem = A>, D: Dimension>(
+    a: &ArrayBase<S, D>,
+    opts: &PrintOptions,
+) -> String {
+    format::array_repr(&np_data(a), opts)
+}
+
+/// Python's `repr(x)` of a float, e.g. for `print(x)` of a scalar.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// // print(79.19999999999999, 1e-05, 1e16, 100.0)
+/// assert_eq!(float_str(79.19999999999999), "79.19999999999999");
+/// assert_eq!(float_str(1e-5), "1e-05");
+/// assert_eq!(float_str(1e16), "1e+16");
+/// assert_eq!(float_str(100.0), "100.0");
+/// ```
+pub fn float_str(x: f64) -> String {
+    format::float_str(x)
+}
+
+/// Python's repr of a shape tuple, for `print(Z.shape)`.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// // print(Z.shape)
+/// assert_eq!(shape_repr(array![[1.0, 2.0]].shape()), "(1, 2)");
+/// assert_eq!(shape_repr(&[5]), "(5,)");
+/// assert_eq!(shape_repr(&[]), "()");
+/// ```
+pub fn shape_repr(shape: &[usize]) -> String {
+    format::shape_repr(shape)
+}
+
+/// An array captured for `Display` as `str(a)` with the process-wide options.
+pub struct NpStr(NpData);
+
+/// An array captured for `Display` as `repr(a)` with the process-wide options.
+pub struct NpRepr(NpData);
+
+impl fmt::Display for NpStr {
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// // print("W:\n", np.array([[1., 2.]]))
+    /// assert_eq!(format!("W:\n {}", array![[1.0, 2.0]].np()), "W:\n [[1. 2.]]");
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format::array_str(&self.0, &get_printoptions()))
+    }
+}
+
+impl fmt::Display for NpRepr {
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// // repr(np.array([1, 2]))
+    /// assert_eq!(array![1i64, 2].np_repr().to_string(), "array([1, 2])");
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format::array_repr(&self.0, &get_printoptions()))
+    }
+}
+
+/// `.np()` / `.np_repr()` on any ndarray array or view: NumPy's text via `Display`.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// let wq_1 = array![[7.0, 8.0, 9.0], [15.8, 18.4, 21.0]];
+/// // print("WQ_1:\n", wq_1)
+/// assert_eq!(format!("WQ_1:\n {}", wq_1.np()), "WQ_1:\n [[ 7.   8.   9. ]\n [15.8 18.4 21. ]]");
+/// // wq_1[0]  (a notebook Out cell)
+/// assert_eq!(wq_1.row(0).np_repr().to_string(), "array([7., 8., 9.])");
+/// ```
+pub trait NpDisplay {
+    /// `str(a)` with the current [`get_printoptions`].
+    fn np(&self) -> NpStr;
+    /// `repr(a)` with the current [`get_printoptions`].
+    fn np_repr(&self) -> NpRepr;
+}
+
+impl<A: NpElement, S: Data<Elem = A>, D: Dimension> NpDisplay for ArrayBase<S, D> {
+    fn np(&self) -> NpStr {
+        NpStr(np_data(self))
+    }
+
+    fn np_repr(&self) -> NpRepr {
+        NpRepr(np_data(self))
+    }
+}
+
+fn evcxr_output(data: &NpData) -> String {
+    let opts = get_printoptions();
+    format!(
+        "EVCXR_BEGIN_CONTENT text/plain\n{}\nEVCXR_END_CONTENT\nEVCXR_BEGIN_CONTENT text/html\n{}\nEVCXR_END_CONTENT\n",
+        format::array_repr(data, &opts),
+        format::html_table(data, &opts)
+    )
+}
+
+/// evcxr shows a cell's last expression through this method: NumPy's repr as text, plus an
+/// HTML table.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// // a  (last line of a Jupyter cell shows array([1., 2.]))
+/// array![1.0, 2.0].evcxr_display();
+/// assert!(array![1.0, 2.0].evcxr_text().starts_with("EVCXR_BEGIN_CONTENT text/plain\narray([1., 2.])\n"));
+/// ```
+pub trait EvcxrDisplay {
+    /// Prints the evcxr content blocks to stdout.
+    fn evcxr_display(&self) {
+        print!("{}", self.evcxr_text());
+    }
+    /// The evcxr content blocks as a string.
+    fn evcxr_text(&self) -> String;
+}
+
+impl<A: NpElement, S: Data<Elem = A>, D: Dimension> EvcxrDisplay for ArrayBase<S, D> {
+    fn evcxr_text(&self) -> String {
+        evcxr_output(&np_data(self))
+    }
+}
