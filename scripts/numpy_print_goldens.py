@@ -171,6 +171,8 @@ def main():
         "specials": ("f64", [np.nan, np.inf, -np.inf, -0.0, 1.5], 8),
         "f32_shortest": ("f32", [0.1, 1.0 / 3.0, 16777217.0], 8),
         "f32_scalar_cutoff": ("f32", 1e6, 8),
+        "f32_small_cutoff_in_f32": ("f32", [1e-4, 0.05], 8),
+        "f64_small_cutoff": ("f64", [float(np.nextafter(1e-4, 0)), 0.05], 8),
         "empty": ("f64", [], 8),
     }
     with open(os.path.join(OUT, "traps.jsonl"), "w") as f:

@@ -139,58 +139,52 @@ fn golden_arrays_match_numpy() {
     println!("{n} cases");
 }
 
-#[test]
-fn golden_round_matches_numpy() {
-    let cases: Vec<RoundCase> = load("round.jsonl");
+/// Runs `check` (None when equal, else a description) over all cases of a golden file.
+fn check_scalars<T>(file: &str, cases: &[T], check: impl Fn(&T) -> Option<String>) -> usize {
     let mut report = String::new();
     let mut failures = 0;
-    for c in &cases {
-        let x = f64_of(&c.x);
-        let got = np::round(&ndarray::array![x], c.d)[0];
-        let want = f64_of(&c.y);
-        if got.to_bits() != want.to_bits() && !(got.is_nan() && want.is_nan()) {
+    for c in cases {
+        if let Some(msg) = check(c) {
             failures += 1;
             if failures <= 5 {
-                let _ = writeln!(
-                    report,
-                    "np.round({x:e} [{}], {}) numpy {want:e} [{}], ours {got:e}",
-                    c.x, c.d, c.y
-                );
+                let _ = writeln!(report, "{msg}");
             }
         }
     }
     assert!(
         failures == 0,
-        "{failures} of {} np.round cases differ:\n{report}",
+        "{failures} of {} cases in {file} differ:\n{report}",
         cases.len()
     );
-    println!("{} cases", cases.len());
+    cases.len()
+}
+
+#[test]
+fn golden_round_matches_numpy() {
+    let cases: Vec<RoundCase> = load("round.jsonl");
+    let n = check_scalars("round.jsonl", &cases, |c| {
+        let x = f64_of(&c.x);
+        let got = np::round(&ndarray::array![x], c.d)[0];
+        let want = f64_of(&c.y);
+        let same = got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan());
+        (!same).then(|| {
+            format!(
+                "np.round({x:e} [{}], {}): numpy {want:e} [{}], ours {got:e}",
+                c.x, c.d, c.y
+            )
+        })
+    });
+    println!("{n} cases");
 }
 
 #[test]
 fn golden_float_str_matches_python() {
     let cases: Vec<FloatStrCase> = load("float_str.jsonl");
-    let mut report = String::new();
-    let mut failures = 0;
-    for c in &cases {
+    let n = check_scalars("float_str.jsonl", &cases, |c| {
         let got = float_str(f64_of(&c.x));
-        if got != c.s {
-            failures += 1;
-            if failures <= 5 {
-                let _ = writeln!(
-                    report,
-                    "repr(float.fromhex bits {}) python {:?}, ours {got:?}",
-                    c.x, c.s
-                );
-            }
-        }
-    }
-    assert!(
-        failures == 0,
-        "{failures} of {} float_str cases differ:\n{report}",
-        cases.len()
-    );
-    println!("{} cases", cases.len());
+        (got != c.s).then(|| format!("repr(f64 bits {}): python {:?}, ours {got:?}", c.x, c.s))
+    });
+    println!("{n} cases");
 }
 
 /// One named case from traps.jsonl, checked for both str and repr.
@@ -241,7 +235,14 @@ fn trap_seed_outputs() {
 
 #[test]
 fn trap_specials_f32_and_empty() {
-    for name in ["specials", "f32_shortest", "f32_scalar_cutoff", "empty"] {
+    for name in [
+        "specials",
+        "f32_shortest",
+        "f32_scalar_cutoff",
+        "f32_small_cutoff_in_f32",
+        "f64_small_cutoff",
+        "empty",
+    ] {
         trap(name);
     }
 }

@@ -183,46 +183,34 @@ pub struct Decomposed {
     pub unequal_margins: bool,
 }
 
-pub fn decompose_f64(x: f64) -> Decomposed {
-    let bits = x.to_bits();
-    let e = ((bits >> 52) & 0x7ff) as i32;
-    let m = bits & ((1u64 << 52) - 1);
+/// Splits IEEE bits with `frac_bits` fraction bits and exponent `bias`.
+fn decompose(bits: u64, frac_bits: u32, exp_mask: u64, bias: i32) -> Decomposed {
+    let e = ((bits >> frac_bits) & exp_mask) as i32;
+    let m = bits & ((1u64 << frac_bits) - 1);
     if e != 0 {
         Decomposed {
-            mantissa: m | (1u64 << 52),
-            exponent: e - 1023 - 52,
-            mantissa_bit: 52,
+            mantissa: m | (1u64 << frac_bits),
+            exponent: e - bias - frac_bits as i32,
+            mantissa_bit: frac_bits as i32,
+            // The gap below a power of two is half the gap above it.
             unequal_margins: e != 1 && m == 0,
         }
     } else {
         Decomposed {
             mantissa: m,
-            exponent: 1 - 1023 - 52,
+            exponent: 1 - bias - frac_bits as i32,
             mantissa_bit: 63 - m.max(1).leading_zeros() as i32,
             unequal_margins: false,
         }
     }
 }
 
+pub fn decompose_f64(x: f64) -> Decomposed {
+    decompose(x.to_bits(), 52, 0x7ff, 1023)
+}
+
 pub fn decompose_f32(x: f32) -> Decomposed {
-    let bits = x.to_bits();
-    let e = ((bits >> 23) & 0xff) as i32;
-    let m = (bits & ((1u32 << 23) - 1)) as u64;
-    if e != 0 {
-        Decomposed {
-            mantissa: m | (1u64 << 23),
-            exponent: e - 127 - 23,
-            mantissa_bit: 23,
-            unequal_margins: e != 1 && m == 0,
-        }
-    } else {
-        Decomposed {
-            mantissa: m,
-            exponent: 1 - 127 - 23,
-            mantissa_bit: 63 - m.max(1).leading_zeros() as i32,
-            unequal_margins: false,
-        }
-    }
+    decompose(x.to_bits() as u64, 23, 0xff, 127)
 }
 
 /// Where digit generation must stop.

@@ -174,34 +174,22 @@ impl FloatFormat {
     }
 }
 
-/// NumPy's switch to scientific notation, evaluated in f64.
-fn exp_format_f64(vals: &[f64], suppress: bool) -> bool {
-    let mut it = vals
-        .iter()
-        .filter(|x| x.is_finite() && **x != 0.0)
-        .map(|x| x.abs());
+/// NumPy's switch to scientific notation, on the abs of finite nonzero values. For float32
+/// NumPy divides in f32 and its large cutoff is 1e6; the f64 copies of f32 values are exact.
+fn exp_format(vals: impl Iterator<Item = f64>, suppress: bool, is_f32: bool) -> bool {
+    let mut it = vals.filter(|x| x.is_finite() && *x != 0.0).map(f64::abs);
     let Some(first) = it.next() else { return false };
     let (mut max, mut min) = (first, first);
     for x in it {
         max = max.max(x);
         min = min.min(x);
     }
-    max >= 1e8 || (!suppress && (min < 1e-4 || max / min > 1e3))
-}
-
-/// Same in f32 arithmetic, as NumPy does for float32 (its large cutoff is 1e6 there).
-fn exp_format_f32(vals: &[f32], suppress: bool) -> bool {
-    let mut it = vals
-        .iter()
-        .filter(|x| x.is_finite() && **x != 0.0)
-        .map(|x| x.abs());
-    let Some(first) = it.next() else { return false };
-    let (mut max, mut min) = (first, first);
-    for x in it {
-        max = max.max(x);
-        min = min.min(x);
-    }
-    max >= 1e6 || (!suppress && (min < 1e-4 || max / min > 1e3))
+    let (upper, small, ratio) = if is_f32 {
+        (1e6, 1e-4f32 as f64, (max as f32 / min as f32) as f64)
+    } else {
+        (1e8, 1e-4, max / min)
+    };
+    max >= upper || (!suppress && (min < small || ratio > 1e3))
 }
 
 fn clamp_i32(x: usize) -> i32 {
@@ -219,13 +207,21 @@ fn element_formatter<'a>(
         Values::F64(v) => {
             let sel: Vec<f64> = picked.iter().map(|&i| v[i]).collect();
             let fls: Vec<Fl> = sel.iter().map(|&x| Fl::from_f64(x)).collect();
-            let f = FloatFormat::new(&fls, exp_format_f64(&sel, opts.suppress), precision);
+            let f = FloatFormat::new(
+                &fls,
+                exp_format(sel.iter().copied(), opts.suppress, false),
+                precision,
+            );
             Box::new(move |i| f.format(&Fl::from_f64(v[i])))
         }
         Values::F32(v) => {
             let sel: Vec<f32> = picked.iter().map(|&i| v[i]).collect();
             let fls: Vec<Fl> = sel.iter().map(|&x| Fl::from_f32(x)).collect();
-            let f = FloatFormat::new(&fls, exp_format_f32(&sel, opts.suppress), precision);
+            let f = FloatFormat::new(
+                &fls,
+                exp_format(sel.iter().map(|&x| x as f64), opts.suppress, true),
+                precision,
+            );
             Box::new(move |i| f.format(&Fl::from_f32(v[i])))
         }
         Values::I64(v) => {
