@@ -264,4 +264,15 @@ fn views_and_fixed_dimensions_print_like_dynamic_arrays() {
     assert_eq!(fixed.np().to_string(), c.str);
     assert_eq!(fixed.np_repr().to_string(), c.repr);
     assert_eq!(get_printoptions(), opts);
+    let evcxr = fixed.evcxr_text();
+    let plain = format!(
+        "EVCXR_BEGIN_CONTENT text/plain\n{}\nEVCXR_END_CONTENT\n",
+        c.repr
+    );
+    assert!(evcxr.starts_with(&plain), "{evcxr}");
+    assert!(
+        evcxr.contains("EVCXR_BEGIN_CONTENT text/html\n<table><tr><td>0.1</td>"),
+        "{evcxr}"
+    );
+    assert!(evcxr.ends_with("</table>\nEVCXR_END_CONTENT\n"), "{evcxr}");
 }

@@ -33,6 +33,13 @@ pub struct PrintOptions {
 
 impl PrintOptions {
     /// NumPy's defaults, usable in constants.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// // np.set_printoptions()  (back to the defaults)
+    /// set_printoptions(PrintOptions::NUMPY);
+    /// assert_eq!(get_printoptions(), PrintOptions::default());
+    /// ```
     pub const NUMPY: PrintOptions = PrintOptions {
         precision: 8,
         suppress: false,
@@ -179,10 +186,24 @@ pub fn shape_repr(shape: &[usize]) -> String {
     format::shape_repr(shape)
 }
 
-/// An array captured for `Display` as `str(a)` with the process-wide options.
+/// An array captured for `Display` as `str(a)` with the process-wide options; see [`NpDisplay::np`].
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// // print(np.array([True, False]))
+/// let s: NpStr = array![true, false].np();
+/// assert_eq!(s.to_string(), "[ True False]");
+/// ```
 pub struct NpStr(NpData);
 
-/// An array captured for `Display` as `repr(a)` with the process-wide options.
+/// An array captured for `Display` as `repr(a)` with the process-wide options; see [`NpDisplay::np_repr`].
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// // repr(np.array([1, 2], dtype=np.int32))
+/// let r: NpRepr = array![1i32, 2].np_repr();
+/// assert_eq!(r.to_string(), "array([1, 2], dtype=int32)");
+/// ```
 pub struct NpRepr(NpData);
 
 impl fmt::Display for NpStr {
