@@ -1,6 +1,6 @@
 //! NumPy-identical printing of ndarray arrays: `print(a)`, `repr(a)`, `np.set_printoptions`.
 //!
-//! The generic functions here only turn the array into a [`format::NpData`]; the work is done
+//! The generic functions here only turn the array into a flat, non-generic copy; the work is done
 //! by non-generic code so notebook cells do not recompile it.
 
 use super::format::{self, NpData, Values};
