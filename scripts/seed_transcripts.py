@@ -1,5 +1,6 @@
 """Writes tests/data/transcripts/*.txt: what each seed document's code prints, as NumPy prints
-it (seed 001 with np.random.seed(0)). The Rust tests and notebooks must reproduce these bytes.
+it (seed 001 with np.random.seed(0); for the problem sheet 002, which has no code, what its
+notebook's answers print). The Rust tests and notebooks must reproduce these bytes.
 
 The inputs come from tests/data/seeds/*.json (scripts/seed_goldens.py). When the project's
 shared reference folder sits beside the repository, each transcript is also checked against it.
@@ -82,6 +83,30 @@ def t001():
     print(f"\nmultihead={z @ wo}\n")
 
 
+def t002():
+    # The problem sheet has no code; this is what its notebook's answers print.
+    g = load("000")
+    x = np.array(g["x"])
+    heads = []
+    for i, h in enumerate(g["heads"]):
+        q, k, v = (x @ np.array(h[m]) for m in ("wq", "wk", "wv"))
+        print(f"Q_{i}:\n", q)
+        print(f"K_{i}:\n", k)
+        print(f"V_{i}:\n", v)
+        heads.append((q, k, v))
+    zs = []
+    for i, (q, k, v) in enumerate(heads):
+        s = scores(q, k)
+        w = stable(s)
+        zs.append(w @ v)
+        print(f"scores_{i}:\n", s)
+        print(f"weights_{i}:\n", w)
+        print(f"Z_{i}:\n", zs[-1])
+    z = np.concatenate(zs, axis=1)
+    print("Z:\n", z)
+    print("Z W_O:\n", z @ np.array(g["wo"]))
+
+
 def t003():
     g = load("003")
     x, wq, wk, wv = (np.array(g[m]) for m in ("x", "wq", "wk", "wv"))
@@ -137,7 +162,7 @@ def t004():
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     differ = 0
-    for name, make in (("000", t000), ("001", t001), ("003", t003), ("004", t004)):
+    for name, make in (("000", t000), ("001", t001), ("002", t002), ("003", t003), ("004", t004)):
         buf = io.StringIO()
         with redirect_stdout(buf):
             make()

@@ -10,9 +10,11 @@ use attention_lab::prelude::*;
 /// A transcript, or the first error met while computing it.
 pub type Transcript = Result<String, Box<dyn Error>>;
 
+/// Computes and prints one seed document.
+pub type Maker = fn() -> Transcript;
+
 /// The seeds that print something, with their transcript makers.
-pub const SEEDS: [(&str, fn() -> Transcript); 4] =
-    [("000", t000), ("001", t001), ("003", t003), ("004", t004)];
+pub const SEEDS: [(&str, Maker); 4] = [("000", t000), ("001", t001), ("003", t003), ("004", t004)];
 
 /// Python's `print(label, a)`: the label, a space, then `str(a)`.
 fn print(out: &mut String, label: &str, a: &Array2<f64>, opts: &PrintOptions) {
