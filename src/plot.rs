@@ -31,7 +31,7 @@ use plotters::coord::Shift;
 use plotters::drawing::{DrawingArea, DrawingAreaErrorKind, IntoDrawingArea};
 use plotters::element::{PathElement, Rectangle, Text};
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use plotters::style::{Color, FontTransform, IntoFont, RGBColor, TextStyle};
+use plotters::style::{Color, FontTransform, IntoFont, RGBColor};
 
 use crate::heads::MultiHeadOutput;
 
@@ -53,6 +53,7 @@ const GAP: i32 = 24;
 const BAR_WIDTH: i32 = 18;
 const BAR_STRIPS: i32 = 64;
 const BAR_MIN_HEIGHT: i32 = 150;
+/// At most this many colour bar ticks, at round values.
 const BAR_TICKS: usize = 5;
 const NAN_COLOUR: RGBColor = RGBColor(200, 200, 200);
 const INF_COLOUR: RGBColor = RGBColor(228, 26, 28);
@@ -249,6 +250,7 @@ pub struct Figure {
     range: ColourRange,
     columns: Option<usize>,
     cell: Option<u32>,
+    png_scale: u32,
 }
 
 /// A heatmap of one matrix (attention weights, or scores with [`Figure::auto_range`]): row `i`
@@ -275,7 +277,8 @@ pub fn heatmap(matrix: &Array2<f64>) -> Figure {
 
 /// One heatmap panel per head of a layer's output (each head's attention weights), titled
 /// `head 1`, `head 2`, …, in a grid of at most 4 columns, sharing one colour bar; `tokens`
-/// label both axes of every panel (pass `&[]` for none).
+/// label both axes of every panel (pass `&[]` for none; for `String` tokens pass `&[]` and
+/// chain [`Figure::labels`]).
 ///
 /// ```
 /// use attention_lab::prelude::*;
@@ -312,14 +315,11 @@ pub fn heads_grid(out: &MultiHeadOutput, tokens: &[&str]) -> Figure {
 struct Layout {
     width: u32,
     height: u32,
-    rows: usize,
-    cols: usize,
     cell: i32,
     grid_columns: usize,
     title_h: i32,
     panel_title_h: i32,
     row_label_w: i32,
-    col_label_h: i32,
     col_labels_rotated: bool,
     panel_w: i32,
     panel_h: i32,
@@ -342,10 +342,12 @@ impl Figure {
             range: ColourRange::Fixed(0.0, 1.0),
             columns: None,
             cell: None,
+            png_scale: 2,
         }
     }
 
-    /// Labels both axes with the tokens (rows are queries, columns keys).
+    /// Labels both axes with the tokens (rows are queries, columns keys); `&str`s or
+    /// `String`s.
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -353,7 +355,7 @@ impl Figure {
     /// let svg = heatmap(&array![[1.0, 0.0], [0.5, 0.5]]).labels(&["I", "am"]).to_svg();
     /// assert!(svg.contains(">\nam\n<") || svg.contains(">am<"));
     /// ```
-    pub fn labels(self, tokens: &[&str]) -> Figure {
+    pub fn labels<S: AsRef<str>>(self, tokens: &[S]) -> Figure {
         self.row_labels(tokens).col_labels(tokens)
     }
 
@@ -365,8 +367,8 @@ impl Figure {
     /// let fig = heatmap(&array![[1.0, 0.0]]).row_labels(&["Thinking"]);
     /// assert!(fig.to_svg().contains("Thinking"));
     /// ```
-    pub fn row_labels(mut self, labels: &[&str]) -> Figure {
-        self.row_labels = Some(labels.iter().map(|s| s.to_string()).collect());
+    pub fn row_labels<S: AsRef<str>>(mut self, labels: &[S]) -> Figure {
+        self.row_labels = Some(labels.iter().map(|s| s.as_ref().to_string()).collect());
         self
     }
 
@@ -378,8 +380,8 @@ impl Figure {
     /// let fig = heatmap(&array![[0.4, 0.6]]).col_labels(&["Thinking", "Machines"]);
     /// assert!(fig.to_svg().contains("Machines"));
     /// ```
-    pub fn col_labels(mut self, labels: &[&str]) -> Figure {
-        self.col_labels = Some(labels.iter().map(|s| s.to_string()).collect());
+    pub fn col_labels<S: AsRef<str>>(mut self, labels: &[S]) -> Figure {
+        self.col_labels = Some(labels.iter().map(|s| s.as_ref().to_string()).collect());
         self
     }
 
@@ -500,7 +502,8 @@ impl Figure {
         self
     }
 
-    /// The figure's size in pixels, width then height (the same for SVG and PNG).
+    /// The figure's size in pixels, width then height: the SVG's (PNG pictures are
+    /// [`Figure::png_size`]).
     ///
     /// # Errors
     /// [`PlotError::EmptyMatrix`], [`PlotError::NoHeads`], [`PlotError::LabelCount`] or
@@ -516,6 +519,41 @@ impl Figure {
     pub fn size(&self) -> Result<(u32, u32), PlotError> {
         let lay = self.layout()?;
         Ok((lay.width, lay.height))
+    }
+
+    /// Sets how many times larger than the SVG (in pixels per side) PNG pictures are: 2 by
+    /// default, from 1 to 8.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let fig = heatmap(&array![[0.2, 0.8]]).png_scale(3);
+    /// let (w, h) = fig.size()?;
+    /// assert_eq!(fig.png_size()?, (3 * w, 3 * h));
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn png_scale(mut self, scale: u32) -> Figure {
+        self.png_scale = scale.clamp(1, 8);
+        self
+    }
+
+    /// The size in pixels of the figure's PNG pictures: [`Figure::size`] times
+    /// [`Figure::png_scale`].
+    ///
+    /// # Errors
+    /// As [`Figure::size`].
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let fig = heatmap(&array![[0.2, 0.8]]);
+    /// let (w, h) = fig.size()?;
+    /// assert_eq!(fig.png_size()?, (2 * w, 2 * h));
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn png_size(&self) -> Result<(u32, u32), PlotError> {
+        let (w, h) = self.size()?;
+        Ok((w * self.png_scale, h * self.png_scale))
     }
 
     /// The figure as an SVG document.
@@ -536,7 +574,7 @@ impl Figure {
         {
             let root =
                 SVGBackend::with_string(&mut svg, (lay.width, lay.height)).into_drawing_area();
-            self.paint(&lay, &root).map_err(draw_error)?;
+            self.paint(&lay, &root, 1).map_err(draw_error)?;
             root.present().map_err(draw_error)?;
         }
         Ok(svg)
@@ -557,7 +595,9 @@ impl Figure {
             .unwrap_or_else(|e| error_svg(&e.to_string()))
     }
 
-    /// The figure as PNG file bytes (8-bit RGB), text in the embedded DejaVu Sans.
+    /// The figure as PNG file bytes (8-bit RGB), [`Figure::png_scale`] times the size of
+    /// the SVG (twice by default, sharp on high-density screens and in print); text is in
+    /// the embedded DejaVu Sans.
     ///
     /// # Errors
     /// As [`Figure::render_svg`], and [`PlotError::Encode`] should the encoder fail.
@@ -571,11 +611,12 @@ impl Figure {
     /// ```
     pub fn to_png(&self) -> Result<Vec<u8>, PlotError> {
         let lay = self.layout()?;
-        let (w, h) = (lay.width, lay.height);
+        let zoom = self.png_scale;
+        let (w, h) = (lay.width * zoom, lay.height * zoom);
         let mut rgb = vec![0u8; w as usize * h as usize * 3];
         {
             let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-            self.paint(&lay, &root).map_err(draw_error)?;
+            self.paint(&lay, &root, zoom as i32).map_err(draw_error)?;
             root.present().map_err(draw_error)?;
         }
         let mut bytes = Vec::new();
@@ -678,7 +719,7 @@ impl Figure {
         let cell = match self.cell {
             Some(c) => c as i32,
             None => {
-                let budget = if many { 240.0 } else { 420.0 };
+                let budget = if many { 240.0 } else { 480.0 };
                 (budget / rows.max(cols) as f64)
                     .round()
                     .clamp(12.0, if many { 48.0 } else { 64.0 }) as i32
@@ -755,14 +796,11 @@ impl Figure {
         Ok(Layout {
             width: width as u32,
             height: height as u32,
-            rows,
-            cols,
             cell,
             grid_columns,
             title_h,
             panel_title_h,
             row_label_w,
-            col_label_h,
             col_labels_rotated,
             panel_w,
             panel_h,
@@ -813,7 +851,7 @@ impl Figure {
                 tallest = tallest.max(h);
             }
         }
-        let room = (cell - 6).max(0) as f64;
+        let room = 0.8 * cell as f64;
         let fit = (room / widest.max(1) as f64)
             .min(0.45 * cell as f64 / tallest as f64)
             .min(1.0);
@@ -823,104 +861,90 @@ impl Figure {
 
     /// Colour bar ticks, top (high) to bottom: fraction from the bottom and label.
     fn ticks(&self, lo: f64, hi: f64) -> Vec<(f64, String)> {
-        (0..BAR_TICKS)
+        // The finest step of 1, 2, 2.5 or 5 times a power of ten with at most 5 ticks.
+        let magnitude = 10f64.powf(((hi - lo) / 5.0).log10().floor());
+        let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+            .iter()
+            .map(|m| m * magnitude)
+            .find(|step| (hi / step + 1e-9).floor() - (lo / step - 1e-9).ceil() < BAR_TICKS as f64)
+            .unwrap_or(hi - lo);
+        let first = (lo / step - 1e-9).ceil() as i64;
+        let last = (hi / step + 1e-9).floor() as i64;
+        (first..=last)
             .rev()
-            .map(|i| {
-                let f = i as f64 / (BAR_TICKS - 1) as f64;
-                (f, format_value(lo + f * (hi - lo), self.decimals))
+            .map(|k| {
+                let v = k as f64 * step;
+                ((v - lo) / (hi - lo), format_value(v, self.decimals))
             })
             .collect()
     }
 
-    /// Draws the figure on any plotters backend.
+    /// Draws the figure on any plotters backend, every length times `zoom`.
     fn paint<DB: DrawingBackend>(
         &self,
         lay: &Layout,
         root: &DrawingArea<DB, Shift>,
+        zoom: i32,
     ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        let pen = Pen { root, zoom };
         root.fill(&BACKGROUND)?;
         let centre = Pos::new(HPos::Center, VPos::Center);
         if let Some(t) = &self.title {
-            let style = font(TITLE_SIZE).pos(centre);
-            root.draw(&Text::new(
-                t.clone(),
-                (lay.width as i32 / 2, MARGIN + lay.title_h / 2),
-                style,
-            ))?;
+            let at = (lay.width as i32 / 2, MARGIN + lay.title_h / 2);
+            pen.text(t, at, TITLE_SIZE, INK, centre, false)?;
         }
         let top = MARGIN + lay.title_h;
-        let label = font(LABEL_SIZE);
+        let c = lay.cell;
         for (k, panel) in self.panels.iter().enumerate() {
             let px = MARGIN + (k % lay.grid_columns) as i32 * (lay.panel_w + GAP);
             let py = top + (k / lay.grid_columns) as i32 * (lay.panel_h + GAP);
-            let mx = px + lay.row_label_w;
-            let my = py + lay.panel_title_h;
+            let (mx, my) = (px + lay.row_label_w, py + lay.panel_title_h);
             let (rows, cols) = panel.matrix.dim();
-            let c = lay.cell;
+            let (w, h) = (cols as i32 * c, rows as i32 * c);
             if let Some(t) = &panel.title {
-                root.draw(&Text::new(
-                    t.clone(),
-                    (mx + cols as i32 * c / 2, py + lay.panel_title_h / 2),
-                    font(PANEL_TITLE_SIZE).pos(centre),
-                ))?;
+                let at = (mx + w / 2, py + lay.panel_title_h / 2);
+                pen.text(t, at, PANEL_TITLE_SIZE, INK, centre, false)?;
             }
             for ((i, j), &v) in panel.matrix.indexed_iter() {
                 let (x, y) = (mx + j as i32 * c, my + i as i32 * c);
                 let fill = self.colour(v, lay);
-                root.draw(&Rectangle::new([(x, y), (x + c, y + c)], fill.filled()))?;
+                pen.rect((x, y), (x + c, y + c), fill, true)?;
                 if let Some(size) = lay.value_size {
-                    let ink = text_colour(fill);
-                    let style = font(size).color(&ink).pos(centre);
-                    root.draw(&Text::new(
-                        format_value(v, self.decimals),
-                        (x + c / 2, y + c / 2),
-                        style,
-                    ))?;
+                    let text = format_value(v, self.decimals);
+                    let at = (x + c / 2, y + c / 2);
+                    pen.text(&text, at, size, text_colour(fill), centre, false)?;
                 }
             }
-            let (w, h) = (cols as i32 * c, rows as i32 * c);
-            root.draw(&Rectangle::new(
-                [(mx, my), (mx + w, my + h)],
-                INK.stroke_width(1),
-            ))?;
+            pen.rect((mx, my), (mx + w, my + h), INK, false)?;
+            let right = Pos::new(HPos::Right, VPos::Center);
             for (i, l) in self.row_labels.iter().flatten().enumerate() {
                 let at = (mx - 6, my + i as i32 * c + c / 2);
-                let style = label.pos(Pos::new(HPos::Right, VPos::Center));
-                root.draw(&Text::new(l.clone(), at, style))?;
+                pen.text(l, at, LABEL_SIZE, INK, right, false)?;
             }
+            let below = Pos::new(HPos::Center, VPos::Top);
+            let (pos, upright) = if lay.col_labels_rotated {
+                (right, true)
+            } else {
+                (below, false)
+            };
             for (j, l) in self.col_labels.iter().flatten().enumerate() {
-                let x = mx + j as i32 * c + c / 2;
-                let style = if lay.col_labels_rotated {
-                    label
-                        .pos(Pos::new(HPos::Right, VPos::Center))
-                        .transform(FontTransform::Rotate270)
-                } else {
-                    label.pos(Pos::new(HPos::Center, VPos::Top))
-                };
-                root.draw(&Text::new(l.clone(), (x, my + h + 6), style))?;
+                let at = (mx + j as i32 * c + c / 2, my + h + 6);
+                pen.text(l, at, LABEL_SIZE, INK, pos, upright)?;
             }
-            debug_assert!(lay.col_label_h >= 0 && lay.rows >= rows && lay.cols >= cols);
         }
         if let Some((bx, by, bh)) = lay.bar {
             for s in 0..BAR_STRIPS {
                 let y0 = by + (s * bh) / BAR_STRIPS;
                 let y1 = by + ((s + 1) * bh) / BAR_STRIPS;
-                let f = 1.0 - (s as f64 + 0.5) / BAR_STRIPS as f64;
-                let (r, g, b) = viridis(f);
-                let strip =
-                    Rectangle::new([(bx, y0), (bx + BAR_WIDTH, y1)], RGBColor(r, g, b).filled());
-                root.draw(&strip)?;
+                let (r, g, b) = viridis(1.0 - (s as f64 + 0.5) / BAR_STRIPS as f64);
+                pen.rect((bx, y0), (bx + BAR_WIDTH, y1), RGBColor(r, g, b), true)?;
             }
-            root.draw(&Rectangle::new(
-                [(bx, by), (bx + BAR_WIDTH, by + bh)],
-                INK.stroke_width(1),
-            ))?;
-            let tick = font(TICK_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
+            pen.rect((bx, by), (bx + BAR_WIDTH, by + bh), INK, false)?;
+            let left = Pos::new(HPos::Left, VPos::Center);
             for (f, text) in self.ticks(lay.lo, lay.hi) {
                 let y = by + ((1.0 - f) * bh as f64).round() as i32;
-                let mark = vec![(bx + BAR_WIDTH, y), (bx + BAR_WIDTH + 5, y)];
-                root.draw(&PathElement::new(mark, INK.stroke_width(1)))?;
-                root.draw(&Text::new(text, (bx + BAR_WIDTH + 8, y), tick.clone()))?;
+                pen.rect((bx + BAR_WIDTH, y), (bx + BAR_WIDTH + 5, y), INK, false)?;
+                pen.text(&text, (bx + BAR_WIDTH + 8, y), TICK_SIZE, INK, left, false)?;
             }
         }
         Ok(())
@@ -954,6 +978,57 @@ fn check_labels(
     }
 }
 
+/// Draws in figure units on a backend whose pixels are `zoom` times smaller.
+struct Pen<'a, DB: DrawingBackend> {
+    root: &'a DrawingArea<DB, Shift>,
+    zoom: i32,
+}
+
+impl<DB: DrawingBackend> Pen<'_, DB> {
+    /// A filled rectangle, or its outline (a line when it is flat).
+    fn rect(
+        &self,
+        (x0, y0): (i32, i32),
+        (x1, y1): (i32, i32),
+        colour: RGBColor,
+        filled: bool,
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        let z = self.zoom;
+        let corners = [(x0 * z, y0 * z), (x1 * z, y1 * z)];
+        if filled {
+            self.root.draw(&Rectangle::new(corners, colour.filled()))
+        } else if y0 == y1 {
+            let line = PathElement::new(corners.to_vec(), colour.stroke_width(z as u32));
+            self.root.draw(&line)
+        } else {
+            self.root
+                .draw(&Rectangle::new(corners, colour.stroke_width(z as u32)))
+        }
+    }
+
+    /// Text anchored at `pos`, read bottom to top when `upright`.
+    fn text(
+        &self,
+        text: &str,
+        (x, y): (i32, i32),
+        size: f64,
+        colour: RGBColor,
+        pos: Pos,
+        upright: bool,
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        let z = self.zoom;
+        let mut style = (FAMILY, size * z as f64)
+            .into_font()
+            .color(&colour)
+            .pos(pos);
+        if upright {
+            style = style.transform(FontTransform::Rotate270);
+        }
+        self.root
+            .draw(&Text::new(text.to_string(), (x * z, y * z), style))
+    }
+}
+
 /// Registers the embedded font with plotters, once per process.
 fn register_font() -> Result<(), PlotError> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
@@ -967,10 +1042,6 @@ fn register_font() -> Result<(), PlotError> {
             "the embedded font DejaVu Sans is unreadable".into(),
         ))
     }
-}
-
-fn font(size: f64) -> TextStyle<'static> {
-    (FAMILY, size).into_font().color(&INK)
 }
 
 /// Width and height in pixels of `text` at `size`.
@@ -1028,7 +1099,7 @@ fn error_svg(message: &str) -> String {
         .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;");
-    let width = 40 + 8 * message.chars().count();
+    let width = 40 + 9 * (message.chars().count() + 12);
     format!(
         "<svg width=\"{width}\" height=\"40\" viewBox=\"0 0 {width} 40\" \
          xmlns=\"http://www.w3.org/2000/svg\">\n<text x=\"10\" y=\"25\" font-family=\"sans-serif\" \
