@@ -6,8 +6,14 @@
 //! are set with builder methods. Colours come from [`viridis`]; NaN cells are light grey and
 //! infinite cells red, written `nan`, `inf` and `-inf`.
 //!
-//! PNG text uses the DejaVu Sans font compiled into the library (no system fonts are read).
-//! This module is the cargo feature `plot`, on by default.
+//! A figure that cannot be drawn (an empty matrix, label counts that are not the matrix's, a
+//! bad colour range) is an error of the methods that return `Result` ([`PlotError`]), and
+//! [`Figure::to_svg`], so the notebook display, draws the error's message instead: nothing
+//! panics. Files are written under a temporary name in the same folder, then renamed.
+//!
+//! PNG pictures are twice the SVG's size by default ([`Figure::png_scale`]); their text uses
+//! the DejaVu Sans font compiled into the library (no system font is read). This module is
+//! the cargo feature `plot`, on by default; `default-features = false` leaves it out.
 //!
 //! ```
 //! use attention_lab::prelude::*;

@@ -350,3 +350,34 @@ fn figures_that_cannot_be_drawn_are_errors_and_show_why() {
         .to_string();
     assert_eq!(msg, "cannot plot the heads of a layer without heads");
 }
+
+#[test]
+fn evcxr_display_prints_the_svg_as_html_between_evcxr_markers() {
+    if std::env::var_os("PLOT_TEST_EVCXR_CHILD").is_some() {
+        heatmap(&array![[0.25, 0.75]])
+            .col_labels(&["a", "b"])
+            .evcxr_display();
+        return;
+    }
+    // Run this test alone in a child process and read what it printed.
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "evcxr_display_prints_the_svg_as_html_between_evcxr_markers",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("PLOT_TEST_EVCXR_CHILD", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let start = stdout
+        .find("EVCXR_BEGIN_CONTENT text/html\n<svg")
+        .expect(&stdout);
+    let end = stdout.find("</svg>\nEVCXR_END_CONTENT\n").expect(&stdout);
+    let svg = &stdout[start + "EVCXR_BEGIN_CONTENT text/html\n".len()..end + "</svg>".len()];
+    let svg = parse(svg);
+    assert_eq!(cells(&svg).len(), 2);
+    assert!(svg.texts.iter().any(|s| s == "0.75"));
+}
