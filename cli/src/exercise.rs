@@ -1,0 +1,415 @@
+//! `attention-lab exercise`: a new two-head self-attention problem sheet (Markdown or a LaTeX
+//! document) drawn from NumPy's `RandomState`, optionally with its worked answer key.
+//!
+//! Draw order, from `rs = np.random.RandomState(seed)`:
+//! 1. `X = rs.randint(0, 3, (tokens, dim))`: small integers 0, 1, 2, easy by hand;
+//! 2. for each head in turn: `W_Q`, `W_K`, `W_V`, each `np.round(rs.uniform(-1, 1, (dim, dk)),
+//!    decimals)`;
+//! 3. `W_O = np.round(rs.uniform(-1, 1, (heads * dk, dim)), decimals)`.
+//!
+//! A rounded `-0.0` is written as `0.0` (and used as `+0.0`), as a teacher would write it.
+
+use crate::matrices::{io_problem, report, CliError};
+use crate::solve::{labels, steps, Part};
+use attention_lab::np::{array_str, round, PrintOptions, RandomState};
+use attention_lab::prelude::{Head, MultiHead};
+use clap::builder::RangedU64ValueParser;
+use clap::{Args, ValueEnum};
+use ndarray::Array2;
+use std::io::Write;
+use std::path::Path;
+
+/// Arguments of `attention-lab exercise`.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  \
+    attention-lab exercise --seed 7 --answers --format tex --output sheet.tex && pdflatex sheet.tex\n\n\
+    Draw order from np.random.RandomState(SEED): X = randint(0, 3, (TOKENS, DIM)); then per\n\
+    head W_Q, W_K, W_V = round(uniform(-1, 1, (DIM, DK)), DECIMALS); then\n\
+    W_O = round(uniform(-1, 1, (HEADS * DK, DIM)), DECIMALS). The same seed and options\n\
+    always give the same sheet, byte for byte.")]
+pub struct ExerciseArgs {
+    /// Seed of NumPy's RandomState that draws the matrices.
+    #[arg(long, value_name = "S")]
+    pub seed: u32,
+    /// Tokens, i.e. rows of X.
+    #[arg(long, default_value_t = 2, value_parser = RangedU64ValueParser::<usize>::new().range(1..=16))]
+    pub tokens: usize,
+    /// Model width d_model, i.e. columns of X.
+    #[arg(long, default_value_t = 4, value_parser = RangedU64ValueParser::<usize>::new().range(1..=16))]
+    pub dim: usize,
+    /// Number of heads.
+    #[arg(long, default_value_t = 2, value_parser = RangedU64ValueParser::<usize>::new().range(1..=8))]
+    pub heads: usize,
+    /// Width d_k (= d_v) of each head.
+    #[arg(long, default_value_t = 3, value_parser = RangedU64ValueParser::<usize>::new().range(1..=16))]
+    pub dk: usize,
+    /// Decimals of the weight matrices.
+    #[arg(long, default_value_t = 1, value_parser = RangedU64ValueParser::<i32>::new().range(0..=4))]
+    pub decimals: i32,
+    /// Digits after the decimal point in the answer key, as `solve --precision P --suppress`.
+    #[arg(long, value_name = "P", default_value_t = 4, value_parser = RangedU64ValueParser::<usize>::new().range(0..=8))]
+    pub precision: usize,
+    /// Markdown (LaTeX math, as GitHub and Jupyter render it) or a complete LaTeX document.
+    #[arg(long, value_enum, default_value_t = Format::Md)]
+    pub format: Format,
+    /// Append the worked answer key.
+    #[arg(long)]
+    pub answers: bool,
+    /// Write the sheet to FILE (through a temporary file and a rename) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<String>,
+}
+
+/// The `--format` choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Markdown with `$...$` and `$$...$$` math.
+    Md,
+    /// A complete LaTeX document for pdflatex (amsmath only).
+    Tex,
+}
+
+/// Runs `exercise`; returns the exit status.
+pub fn run(args: ExerciseArgs) -> i32 {
+    report(exercise(&args))
+}
+
+fn exercise(args: &ExerciseArgs) -> Result<(), CliError> {
+    let sheet = sheet(args)?;
+    match &args.output {
+        None => {
+            print!("{sheet}");
+            Ok(())
+        }
+        Some(path) => write_atomically(path, &sheet).map_err(|e| CliError::at(path, e)),
+    }
+}
+
+/// The problem's matrices, in the order they are drawn.
+struct Problem {
+    x: Array2<f64>,
+    /// `(W_Q, W_K, W_V)` of each head.
+    heads: Vec<[Array2<f64>; 3]>,
+    wo: Array2<f64>,
+}
+
+/// Draws the problem as documented in the module docs.
+fn draw(args: &ExerciseArgs) -> Result<Problem, CliError> {
+    let mut rs = RandomState::new(args.seed);
+    let random = |e: attention_lab::np::RandomError| CliError::at("--seed", e);
+    let x = rs
+        .randint(0, 3, (args.tokens, args.dim))
+        .map_err(random)?
+        .mapv(|v| v as f64);
+    let mut weights = |rows: usize, cols: usize| -> Result<Array2<f64>, CliError> {
+        let w = rs.uniform(-1.0, 1.0, (rows, cols)).map_err(random)?;
+        // `+ 0.0` turns the -0.0 that rounding leaves into 0.0.
+        Ok(round(&w, args.decimals).mapv(|v| v + 0.0))
+    };
+    let heads = (0..args.heads)
+        .map(|_| {
+            Ok([
+                weights(args.dim, args.dk)?,
+                weights(args.dim, args.dk)?,
+                weights(args.dim, args.dk)?,
+            ])
+        })
+        .collect::<Result<Vec<_>, CliError>>()?;
+    let wo = weights(args.heads * args.dk, args.dim)?;
+    Ok(Problem { x, heads, wo })
+}
+
+/// One piece of the sheet; [`render`] writes it in the chosen format.
+enum Block {
+    /// A section heading.
+    Heading(String),
+    /// A paragraph; may hold `$...$` math.
+    Text(String),
+    /// A lettered part of the exercise: `(a)` and its paragraph.
+    Part(char, String),
+    /// Displayed equations, each its own line.
+    Math(Vec<String>),
+}
+
+/// The whole sheet as text.
+fn sheet(args: &ExerciseArgs) -> Result<String, CliError> {
+    let problem = draw(args)?;
+    let (tokens, dim, h, dk) = (args.tokens, args.dim, args.heads, args.dk);
+    let mut blocks = vec![
+        Block::Heading(format!("Multi-head self-attention by hand (seed {})", args.seed)),
+        Block::Text(format!(
+            "A sentence of {tokens} token{s} has been embedded: row $t$ of $X$ is the \
+             embedding of token $t$, so $d_{{\\mathrm{{model}}}} = {dim}$. A self-attention layer with \
+             {h} head{hs} reads it. Head $i$ has its own projections $W_Q^{{(i)}}$, \
+             $W_K^{{(i)}}$ and $W_V^{{(i)}}$, each ${dim} \\times {dk}$ \
+             ($d_k = d_v = {dk}$), and $W_O$ (${hdk} \\times {dim}$) maps the heads' joined \
+             outputs back to width {dim}.",
+            s = plural(tokens),
+            hs = plural(h),
+            hdk = h * dk,
+        )),
+        Block::Math(vec![format!("X = {}", bmatrix_fixed(&problem.x, 0))]),
+    ];
+    for (n, w) in problem.heads.iter().enumerate() {
+        let i = n + 1;
+        blocks.push(Block::Text(format!("Head {i}:")));
+        let names = ["W_Q", "W_K", "W_V"].map(|m| format!("{m}^{{({i})}}"));
+        blocks.push(Block::Math(vec![names
+            .iter()
+            .zip(w)
+            .map(|(name, w)| format!("{name} = {}", bmatrix_fixed(w, args.decimals)))
+            .collect::<Vec<_>>()
+            .join(",\\quad ")]));
+    }
+    blocks.push(Block::Text("Output projection:".into()));
+    blocks.push(Block::Math(vec![format!(
+        "W_O = {}",
+        bmatrix_fixed(&problem.wo, args.decimals)
+    )]));
+    blocks.push(Block::Heading("Tasks".into()));
+    blocks.push(Block::Text(format!(
+        "Work out the layer's forward pass. Apply the softmax to each row separately, and \
+         give your results to {} decimal places.",
+        args.precision
+    )));
+    let parts = part_texts(args);
+    for (letter, text) in &parts {
+        blocks.push(Block::Part(*letter, text.clone()));
+    }
+    if args.answers {
+        blocks.extend(answer_key(args, &problem)?);
+    }
+    Ok(render(&blocks, args.format, max_cols(args)))
+}
+
+/// The wording of parts (a) to (d), the letter first.
+fn part_texts(args: &ExerciseArgs) -> [(char, String); 4] {
+    let names: Vec<String> = (1..=args.heads).map(|i| format!("Z_{i}")).collect();
+    [
+        (
+            'a',
+            "For every head $i$, compute the queries $Q_i = X W_Q^{(i)}$, the keys \
+             $K_i = X W_K^{(i)}$ and the values $V_i = X W_V^{(i)}$."
+                .into(),
+        ),
+        (
+            'b',
+            "For every head, scale the dot products of queries and keys, \
+             $S_i = Q_i K_i^\\top / \\sqrt{d_k}$, turn each row of $S_i$ into weights \
+             $A_i = \\operatorname{softmax}(S_i)$, and compute the head's output \
+             $Z_i = \\operatorname{softmax}(Q_i K_i^\\top / \\sqrt{d_k})\\, V_i = A_i V_i$."
+                .into(),
+        ),
+        (
+            'c',
+            format!(
+                "Join the heads' outputs side by side, $Z = [\\,{}\\,]$, a ${} \\times {}$ \
+                 matrix.",
+                names.join("\\;"),
+                args.tokens,
+                args.heads * args.dk
+            ),
+        ),
+        (
+            'd',
+            format!(
+                "Multiply by the output projection: compute $Z W_O$, a ${} \\times {}$ matrix.",
+                args.tokens, args.dim
+            ),
+        ),
+    ]
+}
+
+/// The worked answers: the matrices `solve --precision P --suppress` prints, grouped by part.
+fn answer_key(args: &ExerciseArgs, problem: &Problem) -> Result<Vec<Block>, CliError> {
+    let attention = |e: attention_lab::prelude::AttentionError| CliError(e.to_string());
+    let heads = problem
+        .heads
+        .iter()
+        .map(|[wq, wk, wv]| Head::new(wq.clone(), wk.clone(), wv.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(attention)?;
+    let layer = MultiHead::new(heads, Some(problem.wo.clone())).map_err(attention)?;
+    let out = layer.forward(&problem.x).map_err(attention)?;
+    let labels = labels(&out, true);
+    let steps = steps(&out, &labels);
+    let opts = PrintOptions {
+        precision: args.precision,
+        suppress: true,
+        ..PrintOptions::NUMPY
+    };
+    let mut blocks = vec![Block::Heading("Answer key".into())];
+    let letters = [
+        (Part::Projections, 'a'),
+        (Part::Attention, 'b'),
+        (Part::Concat, 'c'),
+        (Part::Output, 'd'),
+    ];
+    for (part, letter) in letters {
+        blocks.push(Block::Part(letter, String::new()));
+        blocks.push(Block::Math(
+            steps
+                .iter()
+                .filter(|s| s.part == part)
+                .map(|s| format!("{} = {}", s.tex, bmatrix_printed(s.matrix, &opts)))
+                .collect(),
+        ));
+    }
+    Ok(blocks)
+}
+
+/// `s` when `n` calls for a plural.
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The widest matrix on the sheet, for LaTeX's `MaxMatrixCols` (10 by default).
+fn max_cols(args: &ExerciseArgs) -> usize {
+    [args.dim, args.dk, args.tokens, args.heads * args.dk]
+        .into_iter()
+        .max()
+        .unwrap_or(1)
+}
+
+/// A given matrix with exactly `decimals` digits, as it was rounded.
+fn bmatrix_fixed(m: &Array2<f64>, decimals: i32) -> String {
+    let d = decimals.max(0) as usize;
+    bmatrix(m.nrows(), m.iter().map(|x| format!("{x:.d$}")).collect())
+}
+
+/// An answer with the numbers NumPy prints at `opts` (the ones `solve` prints), written for
+/// LaTeX: `1.` as `1`, `1.5e+20` as `1.5 \times 10^{20}`.
+fn bmatrix_printed(m: &Array2<f64>, opts: &PrintOptions) -> String {
+    // One line, no summary: every element, in order, separated by spaces and brackets.
+    let opts = PrintOptions {
+        linewidth: usize::MAX,
+        threshold: usize::MAX,
+        ..*opts
+    };
+    let text = array_str(m, &opts);
+    let numbers = text
+        .split(|c: char| c.is_whitespace() || c == '[' || c == ']')
+        .filter(|t| !t.is_empty())
+        .map(tex_number)
+        .collect();
+    bmatrix(m.nrows(), numbers)
+}
+
+/// One number NumPy printed, as LaTeX.
+pub fn tex_number(token: &str) -> String {
+    match token {
+        "nan" => return "\\mathrm{nan}".into(),
+        "inf" => return "\\infty".into(),
+        "-inf" => return "-\\infty".into(),
+        _ => {}
+    }
+    match token.split_once('e') {
+        Some((mantissa, exponent)) => {
+            let exponent: i64 = exponent.parse().unwrap_or(0);
+            let mantissa = mantissa.strip_suffix('.').unwrap_or(mantissa);
+            format!("{mantissa} \\times 10^{{{exponent}}}")
+        }
+        None => token.strip_suffix('.').unwrap_or(token).to_string(),
+    }
+}
+
+/// `\begin{bmatrix} a & b \\ c & d \end{bmatrix}` from the elements in row-major order.
+fn bmatrix(rows: usize, elements: Vec<String>) -> String {
+    let cols = elements.len() / rows.max(1);
+    let lines: Vec<String> = elements
+        .chunks(cols.max(1))
+        .map(|row| row.join(" & "))
+        .collect();
+    format!(
+        "\\begin{{bmatrix}} {} \\end{{bmatrix}}",
+        lines.join(" \\\\ ")
+    )
+}
+
+/// The sheet in `format`; `max_cols` sizes LaTeX's matrix environment.
+fn render(blocks: &[Block], format: Format, max_cols: usize) -> String {
+    let mut out = String::new();
+    if format == Format::Tex {
+        out.push_str("\\documentclass[11pt]{article}\n\\usepackage{amsmath}\n");
+        out.push_str(&format!(
+            "\\setcounter{{MaxMatrixCols}}{{{}}}\n",
+            max_cols.max(10)
+        ));
+        out.push_str("\\begin{document}\n\n");
+    }
+    let mut first_heading = true;
+    for block in blocks {
+        let text = match (block, format) {
+            (Block::Heading(t), Format::Md) => {
+                let level = if first_heading { "#" } else { "##" };
+                first_heading = false;
+                format!("{level} {t}\n")
+            }
+            (Block::Heading(t), Format::Tex) => {
+                let command = if first_heading {
+                    "section"
+                } else {
+                    "subsection"
+                };
+                first_heading = false;
+                format!("\\{command}*{{{t}}}\n")
+            }
+            (Block::Text(t), _) => format!("{t}\n"),
+            (Block::Part(letter, t), Format::Md) => {
+                format!("**({letter})** {t}").trim_end().to_string() + "\n"
+            }
+            (Block::Part(letter, t), Format::Tex) => {
+                format!("\\noindent\\textbf{{({letter})}} {t}")
+                    .trim_end()
+                    .to_string()
+                    + "\n"
+            }
+            // One $$ block per equation: Markdown renderers differ on `\\` between them.
+            (Block::Math(lines), Format::Md) => lines
+                .iter()
+                .map(|l| format!("$$\n{l}\n$$\n"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            (Block::Math(lines), Format::Tex) => {
+                // gather* puts each equation on its own centred line.
+                format!(
+                    "\\begin{{gather*}}\n{}\n\\end{{gather*}}\n",
+                    lines.join(" \\\\\n")
+                )
+            }
+        };
+        out.push_str(&text);
+        out.push('\n');
+    }
+    if format == Format::Tex {
+        out.push_str("\\end{document}\n");
+    }
+    out
+}
+
+/// Writes `text` to a temporary file beside `path`, then renames it, so a reader never sees
+/// half a sheet and a failed run leaves any old file intact.
+fn write_atomically(path: &str, text: &str) -> Result<(), String> {
+    let target = Path::new(path);
+    let name = target
+        .file_name()
+        .ok_or_else(|| "not a file name".to_string())?
+        .to_string_lossy();
+    let dir = target.parent().filter(|d| !d.as_os_str().is_empty());
+    let tmp_name = format!(".{name}.{}.tmp", std::process::id());
+    let tmp = dir.map_or_else(|| Path::new(&tmp_name).to_path_buf(), |d| d.join(&tmp_name));
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, target)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io_problem("write", &e)
+    })
+}

@@ -1,0 +1,250 @@
+//! Matrix input shared by `show`, `solve` and `exercise`: reading .npy files of any supported
+//! dtype, parsing inline JSON matrices, and the one-line error every subcommand reports.
+
+use attention_lab::np::{array_repr, array_str, NpElement, PrintOptions};
+use ndarray::{Array2, ArrayD, Ix2};
+use ndarray_npy::{ReadNpyError, ReadNpyExt};
+use std::fmt;
+use std::path::Path;
+
+/// A failure of a subcommand, reported as one line on stderr with exit status 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError(pub String);
+
+impl CliError {
+    /// An error about `what` (a file name or a flag), e.g. `--wq: not a number`.
+    pub fn at(what: impl fmt::Display, problem: impl fmt::Display) -> CliError {
+        CliError(format!("{what}: {problem}"))
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Exit status for bad input, as clap uses for bad arguments.
+pub const EXIT_BAD_INPUT: i32 = 2;
+
+/// Prints `err` as one line and returns the exit status; every subcommand ends through here.
+pub fn report(result: Result<(), CliError>) -> i32 {
+    match result {
+        Ok(()) => 0,
+        Err(err) => {
+            // A message may quote a file's bytes or a JSON error; keep it to one line.
+            let line = err.0.replace(['\n', '\r'], " ");
+            eprintln!("error: {line}");
+            EXIT_BAD_INPUT
+        }
+    }
+}
+
+/// A .npy array of one of the dtypes NumPy prints and the library formats.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NpyArray {
+    /// `float64`.
+    F64(ArrayD<f64>),
+    /// `float32`.
+    F32(ArrayD<f32>),
+    /// `int64`.
+    I64(ArrayD<i64>),
+    /// `int32`.
+    I32(ArrayD<i32>),
+    /// `bool`.
+    Bool(ArrayD<bool>),
+}
+
+impl NpyArray {
+    /// `print(a)` (or `repr(a)` when `repr` is set) as NumPy shows it.
+    pub fn format(&self, opts: &PrintOptions, repr: bool) -> String {
+        fn one<A: NpElement>(a: &ArrayD<A>, opts: &PrintOptions, repr: bool) -> String {
+            if repr {
+                array_repr(a, opts)
+            } else {
+                array_str(a, opts)
+            }
+        }
+        match self {
+            NpyArray::F64(a) => one(a, opts, repr),
+            NpyArray::F32(a) => one(a, opts, repr),
+            NpyArray::I64(a) => one(a, opts, repr),
+            NpyArray::I32(a) => one(a, opts, repr),
+            NpyArray::Bool(a) => one(a, opts, repr),
+        }
+    }
+
+    /// The values as f64, as NumPy promotes them in `x @ w` with a float operand.
+    pub fn to_f64(&self) -> ArrayD<f64> {
+        match self {
+            NpyArray::F64(a) => a.clone(),
+            NpyArray::F32(a) => a.mapv(f64::from),
+            // Exact up to 2^53, far beyond any hand-sized matrix.
+            NpyArray::I64(a) => a.mapv(|v| v as f64),
+            NpyArray::I32(a) => a.mapv(f64::from),
+            NpyArray::Bool(a) => a.mapv(|b| if b { 1.0 } else { 0.0 }),
+        }
+    }
+}
+
+/// The first bytes of every .npy file.
+const NPY_MAGIC: &[u8] = b"\x93NUMPY";
+
+/// Reads a .npy file of dtype float64, float32, int64, int32 or bool (either byte order,
+/// C or Fortran order, any number of dimensions).
+///
+/// # Errors
+/// A [`CliError`] naming `path` when the file cannot be read, is not a .npy file, has another
+/// dtype, or is truncated.
+pub fn read_npy(path: &str) -> Result<NpyArray, CliError> {
+    let bytes =
+        std::fs::read(Path::new(path)).map_err(|e| CliError::at(path, io_problem("read", &e)))?;
+    if !bytes.starts_with(NPY_MAGIC) {
+        return Err(CliError::at(
+            path,
+            "not a .npy file (it does not start with the NumPy magic string)",
+        ));
+    }
+    // ndarray-npy reads one element type at a time; try each until the descriptor matches.
+    let problem = |e: ReadNpyError| match e {
+        ReadNpyError::WrongDescriptor(descr) => CliError::at(
+            path,
+            format!("unsupported dtype {descr} (supported: float64, float32, int64, int32, bool)"),
+        ),
+        other => CliError::at(path, format!("not a valid .npy file: {other}")),
+    };
+    macro_rules! attempt {
+        ($t:ty, $variant:ident) => {
+            match ArrayD::<$t>::read_npy(&bytes[..]) {
+                Ok(a) => return Ok(NpyArray::$variant(a)),
+                Err(ReadNpyError::WrongDescriptor(_)) => {}
+                Err(e) => return Err(problem(e)),
+            }
+        };
+    }
+    attempt!(f64, F64);
+    attempt!(f32, F32);
+    attempt!(i64, I64);
+    attempt!(i32, I32);
+    match ArrayD::<bool>::read_npy(&bytes[..]) {
+        Ok(a) => Ok(NpyArray::Bool(a)),
+        Err(e) => Err(problem(e)),
+    }
+}
+
+/// `cannot ACTION: PROBLEM` for an I/O error, without Rust's `(os error 2)` suffix, which
+/// means nothing to a student.
+pub fn io_problem(action: &str, e: &std::io::Error) -> String {
+    let text = match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        std::io::ErrorKind::IsADirectory => "is a directory, not a file".to_string(),
+        _ => e.to_string(),
+    };
+    format!("cannot {action}: {text}")
+}
+
+/// Splits a flag's value into matrices at top-level commas, so that
+/// `a.npy,[[1,2],[3,4]]` is a path and an inline JSON matrix.
+pub fn split_list(value: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0i64, 0);
+    for (i, c) in value.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(value[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(value[start..].trim());
+    items
+}
+
+/// One matrix given to `flag`: inline JSON when `value` starts with `[`, else a .npy path.
+///
+/// # Errors
+/// A [`CliError`] naming the flag (and the file) when the value is not a readable 2-D
+/// matrix of numbers.
+pub fn matrix(flag: &str, value: &str) -> Result<Array2<f64>, CliError> {
+    if value.starts_with('[') {
+        return json_matrix(value).map_err(|problem| CliError::at(flag, problem));
+    }
+    if value.is_empty() {
+        return Err(CliError::at(
+            flag,
+            "empty value (expected a .npy path or a JSON matrix)",
+        ));
+    }
+    let a = read_npy(value).map_err(|e| CliError::at(flag, e))?.to_f64();
+    let shape = a.shape().to_vec();
+    a.into_dimensionality::<Ix2>().map_err(|_| {
+        CliError::at(
+            format!("{flag}: {value}"),
+            format!(
+                "expected a 2-D matrix, got shape {}",
+                attention_lab::np::shape_repr(&shape)
+            ),
+        )
+    })
+}
+
+/// Parses `[[1, 2], [3, 4]]` into a matrix; the error says which element or row is wrong.
+fn json_matrix(value: &str) -> Result<Array2<f64>, String> {
+    let json: serde_json::Value =
+        serde_json::from_str(value).map_err(|e| format!("invalid JSON: {e}"))?;
+    let rows = json.as_array().ok_or("expected a JSON list of rows")?;
+    let mut flat = Vec::new();
+    let mut cols = None;
+    for (i, row) in rows.iter().enumerate() {
+        let row = row
+            .as_array()
+            .ok_or_else(|| format!("expected a 2-D matrix, but row {i} is not a list: {row}"))?;
+        if *cols.get_or_insert(row.len()) != row.len() {
+            return Err(format!(
+                "row {i} has {} numbers but row 0 has {}",
+                row.len(),
+                cols.unwrap_or(0)
+            ));
+        }
+        for (j, v) in row.iter().enumerate() {
+            let x = v
+                .as_f64()
+                .ok_or_else(|| format!("element [{i}][{j}] is not a number: {v}"))?;
+            flat.push(x);
+        }
+    }
+    let cols = cols.unwrap_or(0);
+    if rows.is_empty() || cols == 0 {
+        return Err("the matrix is empty".into());
+    }
+    Ok(Array2::from_shape_vec((rows.len(), cols), flat).expect("rows checked to be equal"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_list_keeps_json_whole() {
+        assert_eq!(
+            split_list("a.npy,[[1,2],[3,4]], b.npy"),
+            vec!["a.npy", "[[1,2],[3,4]]", "b.npy"]
+        );
+    }
+
+    #[test]
+    fn json_matrix_errors_name_the_element() {
+        assert_eq!(
+            json_matrix("[[1, \"a\"]]").unwrap_err(),
+            "element [0][1] is not a number: \"a\""
+        );
+        assert_eq!(
+            json_matrix("[[1, 2], [3]]").unwrap_err(),
+            "row 1 has 1 numbers but row 0 has 2"
+        );
+    }
+}

@@ -1,0 +1,61 @@
+//! `attention-lab show`: print .npy files exactly as NumPy's `print(a)` or `repr(a)` would.
+
+use crate::matrices::{read_npy, report, CliError};
+use attention_lab::np::PrintOptions;
+use clap::Args;
+
+/// Arguments of `attention-lab show`.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  \
+    attention-lab show --precision 3 weights.npy\n  \
+    [[ 0.123 -1.5    2.   ]\n   [ 0.     0.25   1.   ]]\n\n\
+    With several files each array is preceded by a line with its file name.")]
+pub struct ShowArgs {
+    /// The .npy files (float64, float32, int64, int32 or bool; any number of dimensions).
+    #[arg(required = true, value_name = "FILE.npy")]
+    pub files: Vec<String>,
+    /// Digits after the decimal point, as np.set_printoptions(precision=P).
+    #[arg(long, value_name = "P", default_value_t = PrintOptions::NUMPY.precision)]
+    pub precision: usize,
+    /// Never use scientific notation for small numbers, as np.set_printoptions(suppress=True).
+    #[arg(long)]
+    pub suppress: bool,
+    /// Print repr(a) (`array([...])`) instead of print(a).
+    #[arg(long)]
+    pub repr: bool,
+}
+
+/// Runs `show`; returns the exit status.
+pub fn run(args: ShowArgs) -> i32 {
+    report(show(&args).map(|text| print!("{text}")))
+}
+
+/// The whole output; every file is read before anything is printed, so a bad file gives
+/// only its error.
+fn show(args: &ShowArgs) -> Result<String, CliError> {
+    let opts = PrintOptions {
+        precision: args.precision,
+        suppress: args.suppress,
+        ..PrintOptions::NUMPY
+    };
+    let arrays = args
+        .files
+        .iter()
+        .map(|f| read_npy(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let texts: Vec<String> = args
+        .files
+        .iter()
+        .zip(&arrays)
+        .map(|(file, a)| {
+            let text = a.format(&opts, args.repr);
+            if args.files.len() == 1 {
+                format!("{text}\n")
+            } else {
+                format!("{file}:\n{text}\n")
+            }
+        })
+        .collect();
+    // A blank line between files, as `ls` does with several directories.
+    Ok(texts.join("\n"))
+}

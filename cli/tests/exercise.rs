@@ -1,0 +1,348 @@
+//! `attention-lab exercise`: the sheet for a fixed seed is stored byte for byte, its matrices
+//! are NumPy's draws (scripts/cli_goldens.py), its answer key holds the numbers `solve`
+//! prints, and the LaTeX sheet compiles with pdflatex.
+//!
+//! To refresh the stored sheets after a deliberate change: `UPDATE_GOLDENS=1 cargo test ...`.
+
+mod tools_common;
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use tools_common::{assert_help_has_example, data, fails, run, usage_error};
+
+/// The stored sheets: file name and the options after `exercise`.
+const SHEETS: [(&str, &[&str]); 4] = [
+    ("seed7.md", &["--seed", "7"]),
+    ("seed7_answers.md", &["--seed", "7", "--answers"]),
+    (
+        "seed7_answers.tex",
+        &["--seed", "7", "--answers", "--format", "tex"],
+    ),
+    (
+        "seed2026_wide_answers.md",
+        &[
+            "--seed",
+            "2026",
+            "--tokens",
+            "3",
+            "--dim",
+            "5",
+            "--heads",
+            "3",
+            "--dk",
+            "2",
+            "--decimals",
+            "2",
+            "--answers",
+        ],
+    ),
+];
+
+fn exercise(args: &[&str]) -> String {
+    let mut full = vec!["exercise"];
+    full.extend_from_slice(args);
+    let r = run(&data("exercise"), &full);
+    assert_eq!(r.status, 0, "{args:?}: {}", r.stderr);
+    r.stdout
+}
+
+#[test]
+fn exercise_sheets_match_the_stored_goldens() {
+    let dir = data("exercise");
+    for (name, args) in SHEETS {
+        let sheet = exercise(args);
+        if std::env::var_os("UPDATE_GOLDENS").is_some() {
+            std::fs::write(dir.join(name), &sheet).unwrap();
+        }
+        let golden = std::fs::read_to_string(dir.join(name)).unwrap();
+        assert_eq!(sheet, golden, "{name}");
+        assert_eq!(
+            exercise(args),
+            sheet,
+            "{name}: the same seed gives the same bytes"
+        );
+    }
+}
+
+/// Matrices by name, each as its rows of printed numbers.
+type Named = BTreeMap<String, Vec<Vec<String>>>;
+
+/// Every `NAME = \begin{bmatrix} ... \end{bmatrix}` of `text`, NAME cut at its first ` = `.
+fn matrices(text: &str) -> Named {
+    let mut found = BTreeMap::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(" = \\begin{bmatrix} ") {
+        let before = &rest[..start];
+        let from = [before.rfind('\n'), before.rfind("\\quad ").map(|i| i + 5)]
+            .into_iter()
+            .flatten()
+            .max()
+            .map_or(0, |i| i + 1);
+        let name = before[from..]
+            .split(" = ")
+            .next()
+            .unwrap()
+            .trim()
+            .to_string();
+        let body_start = start + " = \\begin{bmatrix} ".len();
+        let end = rest[body_start..].find(" \\end{bmatrix}").unwrap() + body_start;
+        let rows = rest[body_start..end]
+            .split(" \\\\ ")
+            .map(|row| row.split(" & ").map(str::to_string).collect())
+            .collect();
+        assert!(found.insert(name.clone(), rows).is_none(), "{name} twice");
+        rest = &rest[end..];
+    }
+    found
+}
+
+fn numbers(rows: &[Vec<String>]) -> Vec<Vec<f64>> {
+    rows.iter()
+        .map(|r| r.iter().map(|t| t.parse().unwrap()).collect())
+        .collect()
+}
+
+fn json_matrix(v: &Value) -> Vec<Vec<f64>> {
+    serde_json::from_value(v.clone()).unwrap()
+}
+
+/// The draws NumPy makes for a stored sheet, from scripts/cli_goldens.py.
+fn draws(name: &str) -> Value {
+    let path = data("exercise").join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The sheet's given matrices and answer key, split at the answer key's heading.
+fn sheet_parts(sheet: &str) -> (Named, Named) {
+    let (given, answers) = sheet.split_once("Answer key").expect("an answer key");
+    (matrices(given), matrices(answers))
+}
+
+#[test]
+fn exercise_matrices_are_numpys_draws() {
+    for (sheet, draws_file) in [
+        ("seed7_answers.md", "seed7.draws.json"),
+        ("seed2026_wide_answers.md", "seed2026_wide.draws.json"),
+    ] {
+        let args = SHEETS.iter().find(|(n, _)| *n == sheet).unwrap().1;
+        let (given, _) = sheet_parts(&exercise(args));
+        let numpy = draws(draws_file);
+        assert_eq!(numbers(&given["X"]), json_matrix(&numpy["x"]), "{sheet}: X");
+        for (i, head) in numpy["heads"].as_array().unwrap().iter().enumerate() {
+            for (m, name) in ["W_Q", "W_K", "W_V"].iter().enumerate() {
+                let key = format!("{name}^{{({})}}", i + 1);
+                assert_eq!(
+                    numbers(&given[&key]),
+                    json_matrix(&head[m]),
+                    "{sheet}: {key}"
+                );
+            }
+        }
+        assert_eq!(
+            numbers(&given["W_O"]),
+            json_matrix(&numpy["wo"]),
+            "{sheet}: W_O"
+        );
+    }
+}
+
+/// The inline JSON `solve` takes for a list of matrices.
+fn inline(ms: &[&Value]) -> String {
+    ms.iter()
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `solve` on a sheet's matrices (from NumPy's draws).
+fn solve_args(numpy: &Value, extra: &[&str]) -> Vec<String> {
+    let heads = numpy["heads"].as_array().unwrap();
+    let of = |m: usize| inline(&heads.iter().map(|h| &h[m]).collect::<Vec<_>>());
+    let mut args: Vec<String> = vec![
+        "solve".into(),
+        "--x".into(),
+        numpy["x"].to_string(),
+        "--wq".into(),
+        of(0),
+        "--wk".into(),
+        of(1),
+        "--wv".into(),
+        of(2),
+        "--wo".into(),
+        numpy["wo"].to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+/// The answer key's name of each `solve --json` matrix: (head or None, key, name).
+fn answer_names(heads: usize) -> Vec<(Option<usize>, &'static str, String)> {
+    let mut names = Vec::new();
+    for i in 1..=heads {
+        for (key, name) in [
+            ("q", format!("Q_{i}")),
+            ("k", format!("K_{i}")),
+            ("v", format!("V_{i}")),
+            ("scores", format!("S_{i}")),
+            ("weights", format!("A_{i}")),
+            ("z", format!("Z_{i}")),
+        ] {
+            names.push((Some(i - 1), key, name));
+        }
+    }
+    names.push((None, "concat", "Z".into()));
+    names.push((None, "output", "Z W_O".into()));
+    names
+}
+
+#[test]
+fn exercise_answer_key_equals_solve() {
+    for (sheet, draws_file, heads) in [
+        ("seed7_answers.md", "seed7.draws.json", 2),
+        ("seed2026_wide_answers.md", "seed2026_wide.draws.json", 3),
+    ] {
+        let args = SHEETS.iter().find(|(n, _)| *n == sheet).unwrap().1;
+        let (_, key) = sheet_parts(&exercise(args));
+        let numpy = draws(draws_file);
+        let dir = data("exercise");
+
+        // The numbers agree with solve --json to the printed precision (4 decimals).
+        let r = run(&dir, &solve_args(&numpy, &["--json"]));
+        assert_eq!(r.status, 0, "{}", r.stderr);
+        let json: Value = serde_json::from_str(&r.stdout).unwrap();
+        let names = answer_names(heads);
+        assert_eq!(key.len(), names.len(), "{sheet}: {:?}", key.keys());
+        for (head, field, name) in &names {
+            let exact = match head {
+                Some(h) => json_matrix(&json["heads"][h][field]),
+                None => json_matrix(&json[field]),
+            };
+            let shown = numbers(&key[name]);
+            assert_eq!(shown.len(), exact.len(), "{sheet}: {name}");
+            for (a, b) in shown.iter().flatten().zip(exact.iter().flatten()) {
+                assert!(
+                    (a - b).abs() <= 0.5e-4 + 1e-12,
+                    "{sheet}: {name}: {a} vs {b}"
+                );
+            }
+        }
+
+        // And they are exactly the numbers `solve --precision 4 --suppress` prints.
+        let r = run(
+            &dir,
+            &solve_args(&numpy, &["--precision", "4", "--suppress"]),
+        );
+        assert_eq!(r.status, 0, "{}", r.stderr);
+        let printed: Vec<String> = r
+            .stdout
+            .lines()
+            .filter(|l| !l.ends_with(':'))
+            .flat_map(|l| l.split(|c: char| c.is_whitespace() || c == '[' || c == ']'))
+            .filter(|t| !t.is_empty())
+            .map(|t| t.strip_suffix('.').unwrap_or(t).to_string())
+            .collect();
+        let order: Vec<String> = names.iter().map(|n| n.2.clone()).collect();
+        // solve prints per head Q K V S A Z; the key groups the same matrices by part.
+        let in_solve_order: Vec<String> = order
+            .iter()
+            .flat_map(|name| key[name].iter().flatten().cloned())
+            .collect();
+        assert_eq!(in_solve_order, printed, "{sheet}");
+    }
+}
+
+/// A fresh empty directory under the system's temp dir.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("attention-lab-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn exercise_tex_compiles_with_pdflatex() {
+    let dir = temp_dir("pdflatex");
+    let r = run(
+        &dir,
+        &[
+            "exercise",
+            "--seed",
+            "7",
+            "--answers",
+            "--format",
+            "tex",
+            "--output",
+            "sheet.tex",
+        ],
+    );
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let pdflatex = std::process::Command::new("pdflatex")
+        .args(["-interaction=nonstopmode", "-halt-on-error", "sheet.tex"])
+        .current_dir(&dir)
+        .output();
+    let out = match pdflatex {
+        Ok(out) => out,
+        Err(e) => panic!(
+            "pdflatex could not be run ({e}): this test needs it; install it with \
+             `apt-get update && apt-get install -y texlive-latex-base`"
+        ),
+    };
+    assert!(
+        out.status.success(),
+        "pdflatex failed on the exercise sheet:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(dir.join("sheet.pdf").is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn exercise_output_goes_through_a_rename() {
+    let dir = temp_dir("output");
+    let r = run(&dir, &["exercise", "--seed", "7", "--output", "sheet.md"]);
+    assert_eq!((r.status, r.stdout.as_str()), (0, ""), "{}", r.stderr);
+    let files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        files,
+        vec!["sheet.md".to_string()],
+        "no temporary file left"
+    );
+    let written = std::fs::read_to_string(dir.join("sheet.md")).unwrap();
+    assert_eq!(written, exercise(&["--seed", "7"]));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn exercise_reports_bad_input_in_one_line() {
+    let dir = data("exercise");
+    assert_eq!(
+        fails(
+            &dir,
+            &[
+                "exercise",
+                "--seed",
+                "7",
+                "--output",
+                "no/such/dir/sheet.md"
+            ]
+        ),
+        "error: no/such/dir/sheet.md: cannot write: no such file"
+    );
+    assert_eq!(
+        usage_error(Path::new("."), &["exercise", "--seed", "minus one"]),
+        "error: invalid value 'minus one' for '--seed <S>': invalid digit found in string"
+    );
+    assert_eq!(
+        usage_error(Path::new("."), &["exercise", "--seed", "1", "--heads", "0"]),
+        "error: invalid value '0' for '--heads <HEADS>': 0 is not in 1..=8"
+    );
+}
+
+#[test]
+fn exercise_help_has_an_example() {
+    assert_help_has_example("exercise");
+}
