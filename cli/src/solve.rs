@@ -6,7 +6,6 @@ use attention_lab::np::{array_str, PrintOptions};
 use attention_lab::prelude::{Head, MultiHead, MultiHeadOutput, Softmax};
 use clap::{Args, ValueEnum};
 use ndarray::Array2;
-use serde_json::Value;
 
 /// Arguments of `attention-lab solve`.
 #[derive(Debug, Args)]
@@ -289,7 +288,7 @@ fn to_json(out: &MultiHeadOutput, has_wo: bool) -> String {
         })
         .collect();
     let output = if has_wo {
-        matrix_json(&out.output).to_string()
+        matrix_json(&out.output)
     } else {
         "null".to_string()
     };
@@ -300,19 +299,23 @@ fn to_json(out: &MultiHeadOutput, has_wo: bool) -> String {
     )
 }
 
-/// Rows of numbers; serde_json writes the shortest digits that round-trip. JSON has no
-/// NaN or infinity, so those become the strings Python's json module would print bare.
-fn matrix_json(m: &Array2<f64>) -> Value {
+/// Rows of numbers, `[[1.0, 2.5], [3.0, 4.0]]`; serde_json writes the shortest digits that
+/// round-trip. JSON has no NaN or infinity, so those become the strings "NaN", "Infinity"
+/// and "-Infinity" (the names Python's json module prints bare).
+fn matrix_json(m: &Array2<f64>) -> String {
     let number = |x: f64| match serde_json::Number::from_f64(x) {
-        Some(n) => Value::Number(n),
-        None if x.is_nan() => Value::String("NaN".into()),
-        None if x > 0.0 => Value::String("Infinity".into()),
-        None => Value::String("-Infinity".into()),
+        Some(n) => n.to_string(),
+        None if x.is_nan() => "\"NaN\"".into(),
+        None if x > 0.0 => "\"Infinity\"".into(),
+        None => "\"-Infinity\"".into(),
     };
-    Value::Array(
-        m.rows()
-            .into_iter()
-            .map(|row| Value::Array(row.iter().map(|&x| number(x)).collect()))
-            .collect(),
-    )
+    let rows: Vec<String> = m
+        .rows()
+        .into_iter()
+        .map(|row| {
+            let numbers: Vec<String> = row.iter().map(|&x| number(x)).collect();
+            format!("[{}]", numbers.join(", "))
+        })
+        .collect();
+    format!("[{}]", rows.join(", "))
 }
