@@ -10,9 +10,8 @@
 //! A rounded `-0.0` is written as `0.0` (and used as `+0.0`), as a teacher would write it.
 
 use crate::matrices::{io_problem, report, CliError};
-use crate::solve::{labels, steps, Part};
+use crate::solve::{labels, layer, steps, Part};
 use attention_lab::np::{array_str, round, PrintOptions, RandomState};
-use attention_lab::prelude::{Head, MultiHead};
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, ValueEnum};
 use ndarray::Array2;
@@ -88,8 +87,10 @@ fn exercise(args: &ExerciseArgs) -> Result<(), CliError> {
 /// The problem's matrices, in the order they are drawn.
 struct Problem {
     x: Array2<f64>,
-    /// `(W_Q, W_K, W_V)` of each head.
-    heads: Vec<[Array2<f64>; 3]>,
+    /// One per head, as `solve` takes them.
+    wq: Vec<Array2<f64>>,
+    wk: Vec<Array2<f64>>,
+    wv: Vec<Array2<f64>>,
     wo: Array2<f64>,
 }
 
@@ -106,17 +107,14 @@ fn draw(args: &ExerciseArgs) -> Result<Problem, CliError> {
         // `+ 0.0` turns the -0.0 that rounding leaves into 0.0.
         Ok(round(&w, args.decimals).mapv(|v| v + 0.0))
     };
-    let heads = (0..args.heads)
-        .map(|_| {
-            Ok([
-                weights(args.dim, args.dk)?,
-                weights(args.dim, args.dk)?,
-                weights(args.dim, args.dk)?,
-            ])
-        })
-        .collect::<Result<Vec<_>, CliError>>()?;
+    let (mut wq, mut wk, mut wv) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..args.heads {
+        wq.push(weights(args.dim, args.dk)?);
+        wk.push(weights(args.dim, args.dk)?);
+        wv.push(weights(args.dim, args.dk)?);
+    }
     let wo = weights(args.heads * args.dk, args.dim)?;
-    Ok(Problem { x, heads, wo })
+    Ok(Problem { x, wq, wk, wv, wo })
 }
 
 /// One piece of the sheet; [`render`] writes it in the chosen format.
@@ -150,10 +148,11 @@ fn sheet(args: &ExerciseArgs) -> Result<String, CliError> {
         )),
         Block::Math(vec![format!("X = {}", bmatrix_fixed(&problem.x, 0))]),
     ];
-    for (n, w) in problem.heads.iter().enumerate() {
+    for n in 0..h {
         let i = n + 1;
         blocks.push(Block::Text(format!("Head {i}:")));
         let names = ["W_Q", "W_K", "W_V"].map(|m| format!("{m}^{{({i})}}"));
+        let w = [&problem.wq[n], &problem.wk[n], &problem.wv[n]];
         blocks.push(Block::Math(vec![names
             .iter()
             .zip(w)
@@ -222,15 +221,9 @@ fn part_texts(args: &ExerciseArgs) -> [(char, String); 4] {
 
 /// The worked answers: the matrices `solve --precision P --suppress` prints, grouped by part.
 fn answer_key(args: &ExerciseArgs, problem: &Problem) -> Result<Vec<Block>, CliError> {
-    let attention = |e: attention_lab::prelude::AttentionError| CliError(e.to_string());
-    let heads = problem
-        .heads
-        .iter()
-        .map(|[wq, wk, wv]| Head::new(wq.clone(), wk.clone(), wv.clone()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(attention)?;
-    let layer = MultiHead::new(heads, Some(problem.wo.clone())).map_err(attention)?;
-    let out = layer.forward(&problem.x).map_err(attention)?;
+    let p = problem;
+    let layer = layer(&p.wq, &p.wk, &p.wv, Some(p.wo.clone()), None)?;
+    let out = layer.forward(&p.x).map_err(|e| CliError(e.to_string()))?;
     let labels = labels(&out, true);
     let steps = steps(&out, &labels);
     let opts = PrintOptions {
@@ -385,10 +378,11 @@ fn render(blocks: &[Block], format: Format, max_cols: usize) -> String {
         out.push_str(&text);
         out.push('\n');
     }
-    if format == Format::Tex {
-        out.push_str("\\end{document}\n");
+    match format {
+        // The blank line after the last block would end the file with an empty line.
+        Format::Md => format!("{}\n", out.trim_end()),
+        Format::Tex => out + "\\end{document}\n",
     }
-    out
 }
 
 /// Writes `text` to a temporary file beside `path`, then renames it, so a reader never sees

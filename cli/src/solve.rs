@@ -104,7 +104,11 @@ fn matrices(flag: &str, values: &[String]) -> Result<Vec<Array2<f64>>, CliError>
 }
 
 /// The layer from one W_Q/W_K/W_V per head, or from one of each split into `split` heads.
-fn layer(
+///
+/// # Errors
+/// A [`CliError`] naming the flag when the counts of matrices disagree, or the library's
+/// shape message.
+pub fn layer(
     wq: &[Array2<f64>],
     wk: &[Array2<f64>],
     wv: &[Array2<f64>],
