@@ -64,7 +64,7 @@ pub struct ExerciseArgs {
 pub enum Format {
     /// Markdown with `$...$` and `$$...$$` math.
     Md,
-    /// A complete LaTeX document for pdflatex (amsmath only).
+    /// A complete LaTeX document for pdflatex (geometry and amsmath, both in texlive-latex-base).
     Tex,
 }
 
@@ -153,12 +153,18 @@ fn sheet(args: &ExerciseArgs) -> Result<String, CliError> {
         blocks.push(Block::Text(format!("Head {i}:")));
         let names = ["W_Q", "W_K", "W_V"].map(|m| format!("{m}^{{({i})}}"));
         let w = [&problem.wq[n], &problem.wk[n], &problem.wv[n]];
-        blocks.push(Block::Math(vec![names
+        let equations: Vec<String> = names
             .iter()
             .zip(w)
             .map(|(name, w)| format!("{name} = {}", bmatrix_fixed(w, args.decimals)))
-            .collect::<Vec<_>>()
-            .join(",\\quad ")]));
+            .collect();
+        // Side by side only while three of them fit across a page.
+        let side_by_side = dk <= 3 && args.decimals <= 2;
+        blocks.push(Block::Math(if side_by_side {
+            vec![equations.join(",\\quad ")]
+        } else {
+            equations
+        }));
     }
     blocks.push(Block::Text("Output projection:".into()));
     blocks.push(Block::Math(vec![format!(
@@ -327,7 +333,9 @@ fn bmatrix(rows: usize, elements: Vec<String>) -> String {
 fn render(blocks: &[Block], format: Format, max_cols: usize) -> String {
     let mut out = String::new();
     if format == Format::Tex {
-        out.push_str("\\documentclass[11pt]{article}\n\\usepackage{amsmath}\n");
+        // Both packages come with Debian's texlive-latex-base.
+        out.push_str("\\documentclass[11pt]{article}\n\\usepackage[margin=2cm]{geometry}\n");
+        out.push_str("\\usepackage{amsmath}\n");
         out.push_str(&format!(
             "\\setcounter{{MaxMatrixCols}}{{{}}}\n",
             max_cols.max(10)
