@@ -264,6 +264,24 @@ fn views_and_fixed_dimensions_print_like_dynamic_arrays() {
     assert_eq!(fixed.np().to_string(), c.str);
     assert_eq!(fixed.np_repr().to_string(), c.repr);
     assert_eq!(get_printoptions(), opts);
+    // evcxr gives every notebook cell its own copy of the crate's statics, so the options
+    // live in the process environment, where the next cell finds them.
+    let one = PrintOptions {
+        precision: 1,
+        suppress: true,
+        ..opts
+    };
+    set_printoptions(one);
+    let stored = std::env::var("ATTENTION_LAB_PRINTOPTIONS").expect("options in the environment");
+    std::env::set_var("ATTENTION_LAB_PRINTOPTIONS", &stored);
+    assert_eq!(get_printoptions(), one);
+    std::env::set_var("ATTENTION_LAB_PRINTOPTIONS", "precision=1");
+    assert_eq!(
+        get_printoptions(),
+        PrintOptions::default(),
+        "unreadable options fall back to NumPy's"
+    );
+    set_printoptions(opts);
     let evcxr = fixed.evcxr_text();
     let plain = format!(
         "EVCXR_BEGIN_CONTENT text/plain\n{}\nEVCXR_END_CONTENT\n",

@@ -6,7 +6,6 @@
 use super::format::{self, NpData, Values};
 use ndarray::{ArrayBase, ArrayViewD, Data, Dimension};
 use std::fmt;
-use std::sync::Mutex;
 
 /// NumPy's print options (`np.set_printoptions`), with NumPy's defaults.
 ///
@@ -62,7 +61,36 @@ impl Default for PrintOptions {
     }
 }
 
-static OPTIONS: Mutex<PrintOptions> = Mutex::new(PrintOptions::NUMPY);
+/// Where the options live: an environment variable of this process. evcxr compiles every
+/// notebook cell into its own library, each with its own copy of this crate's statics, so a
+/// static would forget `set_printoptions` at the end of the cell; the environment is shared.
+const OPTIONS_VAR: &str = "ATTENTION_LAB_PRINTOPTIONS";
+
+impl PrintOptions {
+    fn encode(&self) -> String {
+        let PrintOptions {
+            precision,
+            suppress,
+            linewidth,
+            threshold,
+            edgeitems,
+        } = self;
+        format!("{precision} {suppress} {linewidth} {threshold} {edgeitems}")
+    }
+
+    /// The options `encode` wrote, or `None` for anything else.
+    fn decode(text: &str) -> Option<PrintOptions> {
+        let mut fields = text.split(' ');
+        let opts = PrintOptions {
+            precision: fields.next()?.parse().ok()?,
+            suppress: fields.next()?.parse().ok()?,
+            linewidth: fields.next()?.parse().ok()?,
+            threshold: fields.next()?.parse().ok()?,
+            edgeitems: fields.next()?.parse().ok()?,
+        };
+        fields.next().is_none().then_some(opts)
+    }
+}
 
 /// Sets the process-wide options used by [`NpDisplay::np`] and [`EvcxrDisplay`].
 ///
@@ -74,7 +102,7 @@ static OPTIONS: Mutex<PrintOptions> = Mutex::new(PrintOptions::NUMPY);
 /// set_printoptions(PrintOptions::default());
 /// ```
 pub fn set_printoptions(opts: PrintOptions) {
-    *OPTIONS.lock().unwrap_or_else(|e| e.into_inner()) = opts;
+    std::env::set_var(OPTIONS_VAR, opts.encode());
 }
 
 /// The process-wide options, like `np.get_printoptions()`.
@@ -85,7 +113,10 @@ pub fn set_printoptions(opts: PrintOptions) {
 /// assert_eq!(get_printoptions().edgeitems, 3);
 /// ```
 pub fn get_printoptions() -> PrintOptions {
-    *OPTIONS.lock().unwrap_or_else(|e| e.into_inner())
+    std::env::var(OPTIONS_VAR)
+        .ok()
+        .and_then(|text| PrintOptions::decode(&text))
+        .unwrap_or_default()
 }
 
 mod sealed {
