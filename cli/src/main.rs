@@ -2,6 +2,7 @@
 
 mod exercise;
 mod matrices;
+mod replay;
 mod show;
 mod solve;
 
@@ -18,6 +19,8 @@ struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Re-run evcxr notebooks and check their stored outputs (nbval for Rust).
+    Replay(replay::ReplayArgs),
     /// Print .npy files exactly as NumPy's print(a) or repr(a) would.
     Show(show::ShowArgs),
     /// Solve a multi-head self-attention problem step by step, as a NumPy worked example.
@@ -33,6 +36,7 @@ fn main() {
     install_panic_hook();
     let cli = Cli::parse();
     let status = match cli.command {
+        Command::Replay(args) => replay::run(args),
         Command::Show(args) => show::run(args),
         Command::Solve(args) => solve::run(args),
         Command::Exercise(args) => exercise::run(args),

@@ -1,0 +1,479 @@
+//! `attention-lab replay`: re-runs evcxr notebooks in-process and checks that
+//! their outputs still match the stored ones (nbval for Rust).
+
+pub mod compare;
+pub mod notebook;
+pub mod report;
+pub mod runner;
+
+use compare::{CompareOptions, SanitizeError};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use notebook::{FormatError, Notebook};
+use report::{CellReport, CellStatus, NotebookReport, Report, Totals};
+use runner::{CurrentDirGuard, Kernel, KernelOptions};
+use serde_json::Value;
+use std::fmt;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Command-line options of `replay`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReplayArgs {
+    /// Notebooks or folders (searched recursively for *.ipynb).
+    #[arg(value_name = "PATH", default_value = "notebooks")]
+    pub paths: Vec<PathBuf>,
+    /// Write the new outputs into the notebooks (atomically).
+    #[arg(long)]
+    pub update: bool,
+    /// Seconds a cell may run before it is killed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120.0, value_parser = parse_seconds)]
+    pub timeout: f64,
+    /// Also compare text/html, images and other rich outputs.
+    #[arg(long)]
+    pub compare_html: bool,
+    /// nbval sanitize file ([section] with regex:/replace: lines); repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub sanitize: Vec<PathBuf>,
+    /// Also write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// evcxr compilation cache size in MiB (evcxr's `:cache`); 0 turns it off.
+    #[arg(long, value_name = "MIB", default_value_t = 500)]
+    pub cache: u64,
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if seconds > 0.0 && seconds.is_finite() => Ok(seconds),
+        _ => Err(format!(
+            "expected a positive number of seconds, got {text:?}"
+        )),
+    }
+}
+
+/// Problems with the command's input; each is reported on one line and
+/// makes the command exit with status 2 before any notebook runs.
+#[derive(Debug)]
+pub enum ReplayError {
+    /// A path on the command line does not exist.
+    MissingPath(PathBuf),
+    /// A folder holds no .ipynb file.
+    NoNotebooks(PathBuf),
+    /// A file or folder could not be read.
+    Unreadable(PathBuf, std::io::Error),
+    /// The sanitize file is unreadable or invalid.
+    Sanitize(SanitizeError),
+    /// The current folder is unusable.
+    CurrentDir(std::io::Error),
+}
+
+impl fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplayError::MissingPath(path) => {
+                write!(f, "{}: no such file or folder", path.display())
+            }
+            ReplayError::NoNotebooks(path) => {
+                write!(f, "{}: folder contains no .ipynb notebooks", path.display())
+            }
+            ReplayError::Unreadable(path, error) => {
+                write!(f, "{}: cannot read: {error}", path.display())
+            }
+            ReplayError::Sanitize(error) => write!(f, "{error}"),
+            ReplayError::CurrentDir(error) => write!(f, "cannot use the current folder: {error}"),
+        }
+    }
+}
+
+/// A notebook found on the command line, read but not yet run.
+struct Input {
+    /// Path shown to the user (as given, or folder/relative path).
+    display: String,
+    /// Absolute path, immune to the per-notebook folder changes.
+    absolute: PathBuf,
+    /// Exact bytes read, to leave the file alone unless outputs change.
+    original: String,
+    parsed: Result<Notebook, FormatError>,
+}
+
+/// Runs `replay` and returns the process exit status: 0 all matched,
+/// 1 a cell failed, 2 bad input (including a malformed notebook).
+pub fn run(args: ReplayArgs) -> i32 {
+    match run_inner(&args) {
+        Ok(status) => status,
+        Err(error) => {
+            eprintln!("error: {error}");
+            2
+        }
+    }
+}
+
+fn run_inner(args: &ReplayArgs) -> Result<i32, ReplayError> {
+    let cwd = std::env::current_dir().map_err(ReplayError::CurrentDir)?;
+    let mut sanitizers = Vec::new();
+    for file in &args.sanitize {
+        sanitizers
+            .extend(compare::load_sanitize_file(&cwd.join(file)).map_err(ReplayError::Sanitize)?);
+    }
+    let compare = CompareOptions {
+        compare_html: args.compare_html,
+        sanitizers,
+    };
+    let inputs = read_inputs(&cwd, &args.paths)?;
+    let json_path = args.json.as_ref().map(|path| cwd.join(path));
+    let kernel_options = KernelOptions {
+        timeout: Duration::from_secs_f64(args.timeout),
+        cache_mib: args.cache,
+    };
+
+    let total_cells: usize = inputs
+        .iter()
+        .filter_map(|input| input.parsed.as_ref().ok())
+        .map(|nb| nb.cells.iter().filter(|cell| cell.is_code()).count())
+        .sum();
+    let progress =
+        ProgressBar::with_draw_target(Some(total_cells as u64), ProgressDrawTarget::stderr());
+    progress.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cells  {msg}",
+        )
+        .expect("valid progress template"),
+    );
+
+    // Keeps the spinner and elapsed time moving during long cells.
+    progress.enable_steady_tick(Duration::from_millis(200));
+
+    let mut notebooks = Vec::new();
+    let mut input_errors = 0;
+    for input in inputs {
+        let report = match &input.parsed {
+            Err(error) => {
+                input_errors += 1;
+                progress.suspend(|| eprintln!("error: {}: {error}", input.display));
+                NotebookReport {
+                    path: input.display.clone(),
+                    cells: 0,
+                    passed: 0,
+                    failed: 0,
+                    skipped: 0,
+                    seconds: 0.0,
+                    startup_seconds: None,
+                    error: Some(format!("malformed notebook: {error}")),
+                    written: false,
+                    cell_results: Vec::new(),
+                }
+            }
+            Ok(notebook) => {
+                let report = run_notebook(
+                    &input,
+                    notebook.clone(),
+                    args.update,
+                    &compare,
+                    &kernel_options,
+                    &progress,
+                );
+                progress.suspend(|| {
+                    print!("{}", report.render());
+                    let _ = std::io::stdout().flush();
+                });
+                report
+            }
+        };
+        notebooks.push(report);
+    }
+    progress.finish_and_clear();
+
+    let mut totals = Totals {
+        notebooks: notebooks.len(),
+        ..Totals::default()
+    };
+    for n in &notebooks {
+        totals.cells += n.cells;
+        totals.passed += n.passed;
+        totals.failed += n.failed;
+        totals.skipped += n.skipped;
+        totals.errors += usize::from(n.error.is_some());
+        totals.seconds += n.seconds;
+    }
+    let status = if input_errors > 0 {
+        2
+    } else if totals.failed > 0 || totals.errors > 0 {
+        1
+    } else {
+        0
+    };
+    let report = Report {
+        ok: status == 0,
+        update: args.update,
+        timeout_seconds: args.timeout,
+        totals,
+        notebooks,
+    };
+    println!();
+    print!("{}", report.render_summary());
+    let _ = std::io::stdout().flush();
+    if let Some(path) = json_path {
+        if let Err(error) = report.write_json(&path) {
+            eprintln!(
+                "error: {}: cannot write JSON report: {error}",
+                path.display()
+            );
+            return Ok(2);
+        }
+    }
+    Ok(status)
+}
+
+/// Resolves command-line paths to notebooks and reads them all up front, so
+/// that bad input is reported before minutes of evcxr work.
+fn read_inputs(cwd: &Path, paths: &[PathBuf]) -> Result<Vec<Input>, ReplayError> {
+    let mut found: Vec<(String, PathBuf)> = Vec::new();
+    for path in paths {
+        let absolute = cwd.join(path);
+        let metadata = match std::fs::metadata(&absolute) {
+            Ok(metadata) => metadata,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ReplayError::MissingPath(path.clone()))
+            }
+            Err(error) => return Err(ReplayError::Unreadable(path.clone(), error)),
+        };
+        if metadata.is_dir() {
+            let mut relative = Vec::new();
+            find_notebooks(&absolute, Path::new(""), &mut relative)
+                .map_err(|(folder, error)| ReplayError::Unreadable(path.join(folder), error))?;
+            if relative.is_empty() {
+                return Err(ReplayError::NoNotebooks(path.clone()));
+            }
+            relative.sort();
+            for rel in relative {
+                found.push((path.join(&rel).display().to_string(), absolute.join(rel)));
+            }
+        } else {
+            found.push((path.display().to_string(), absolute));
+        }
+    }
+    let mut inputs: Vec<Input> = Vec::new();
+    for (display, absolute) in found {
+        if inputs.iter().any(|input| input.absolute == absolute) {
+            continue;
+        }
+        let bytes = std::fs::read(&absolute)
+            .map_err(|error| ReplayError::Unreadable(PathBuf::from(&display), error))?;
+        let (original, parsed) = match String::from_utf8(bytes) {
+            Ok(text) => {
+                let parsed = Notebook::parse(&text);
+                (text, parsed)
+            }
+            Err(_) => (String::new(), Err(FormatError("not UTF-8 text".into()))),
+        };
+        inputs.push(Input {
+            display,
+            absolute,
+            original,
+            parsed,
+        });
+    }
+    Ok(inputs)
+}
+
+/// Collects `*.ipynb` below `root`, skipping hidden folders such as
+/// `.ipynb_checkpoints`.
+fn find_notebooks(
+    root: &Path,
+    rel: &Path,
+    out: &mut Vec<PathBuf>,
+) -> Result<(), (PathBuf, std::io::Error)> {
+    let folder = root.join(rel);
+    let entries = std::fs::read_dir(&folder).map_err(|error| (rel.to_path_buf(), error))?;
+    for entry in entries {
+        let entry = entry.map_err(|error| (rel.to_path_buf(), error))?;
+        let name = entry.file_name();
+        let name_text = name.to_string_lossy();
+        if name_text.starts_with('.') {
+            continue;
+        }
+        let path = rel.join(&name);
+        if entry.path().is_dir() {
+            find_notebooks(root, &path, out)?;
+        } else if name_text.ends_with(".ipynb") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Replays one notebook in a fresh evcxr context started in its folder.
+fn run_notebook(
+    input: &Input,
+    mut notebook: Notebook,
+    update: bool,
+    compare: &CompareOptions,
+    kernel_options: &KernelOptions,
+    progress: &ProgressBar,
+) -> NotebookReport {
+    let started = Instant::now();
+    let code_cells = notebook.cells.iter().filter(|cell| cell.is_code()).count();
+    let mut report = NotebookReport {
+        path: input.display.clone(),
+        cells: code_cells,
+        passed: 0,
+        failed: 0,
+        skipped: 0,
+        seconds: 0.0,
+        startup_seconds: None,
+        error: None,
+        written: false,
+        cell_results: Vec::new(),
+    };
+    progress.set_message(format!("{} (starting evcxr)", input.display));
+
+    let folder = input
+        .absolute
+        .parent()
+        .unwrap_or(Path::new("/"))
+        .to_path_buf();
+    let guard = CurrentDirGuard::enter(&folder);
+    let mut kernel = match &guard {
+        Err(error) => {
+            report.error = Some(format!("cannot enter folder {}: {error}", folder.display()));
+            None
+        }
+        Ok(_) if code_cells == 0 => None,
+        Ok(_) => match Kernel::start(kernel_options) {
+            Ok((kernel, seconds)) => {
+                report.startup_seconds = Some(seconds);
+                Some(kernel)
+            }
+            Err(error) => {
+                report.error = Some(error);
+                None
+            }
+        },
+    };
+    let not_run = report
+        .error
+        .clone()
+        .map(|error| format!("not run: {error}"));
+
+    // Execution counts: keep null when the file has none, otherwise number
+    // from the first run cell's stored count (evcxr_jupyter starts at 2).
+    let any_count = notebook
+        .cells
+        .iter()
+        .any(|cell| cell.execution_count().is_some());
+    let mut next_count: Option<u64> = None;
+    let mut first = true;
+    let mut aborted = report.error.is_some();
+    let mut new_outputs: Vec<(usize, Vec<Value>, Option<u64>)> = Vec::new();
+
+    for (position, cell) in notebook.cells.iter().enumerate() {
+        if !cell.is_code() {
+            continue;
+        }
+        let mut result = CellReport {
+            index: position + 1,
+            id: cell.id.clone(),
+            status: CellStatus::Skipped,
+            seconds: None,
+            reason: None,
+            diff: None,
+            updated: false,
+        };
+        progress.set_message(format!("{} cell {}", input.display, position + 1));
+        let Some(running) = kernel.as_mut() else {
+            result.reason = not_run.clone();
+            report.cell_results.push(result);
+            progress.inc(1);
+            continue;
+        };
+        if cell.has_tag("nbval-skip") {
+            result.reason = Some("nbval-skip".into());
+            report.cell_results.push(result);
+            progress.inc(1);
+            continue;
+        }
+        if first {
+            first = false;
+            next_count = any_count.then(|| cell.execution_count().unwrap_or(2));
+        }
+        let count = next_count;
+        next_count = next_count.map(|n| n + 1);
+
+        if let Some(reason) = running.lost_reason() {
+            result.reason = Some(reason.to_owned());
+            report.cell_results.push(result);
+            progress.inc(1);
+            continue;
+        }
+        let run = running.run(&cell.source.text(), count);
+        result.seconds = Some(run.seconds);
+        let expect_error = cell.has_tag("raises-exception");
+        let ignore_output = cell.has_tag("nbval-ignore-output");
+        let stored = compare.normalize(cell.outputs());
+        let replayed = compare.normalize(&run.outputs);
+        let diff = compare::diff(&stored, &replayed);
+        let differs = !diff.is_empty() && !ignore_output;
+        result.status = CellStatus::Failed;
+        if run.timed_out || run.kernel_lost.is_some() {
+            result.reason = run.raised.clone().or(run.kernel_lost.clone());
+            aborted = true;
+        } else if let (Some(raised), false) = (&run.raised, expect_error) {
+            result.reason = Some(format!("unexpected error: {raised}"));
+        } else if expect_error && run.raised.is_none() {
+            result.reason = Some("tagged raises-exception but raised no error".into());
+        } else if differs && !update {
+            result.reason = Some("output differs".into());
+        } else {
+            result.status = CellStatus::Passed;
+            if ignore_output {
+                result.reason = Some("output not compared (nbval-ignore-output)".into());
+            } else if differs {
+                result.reason = Some("output differed".into());
+            }
+        }
+        if differs {
+            result.diff = Some(diff);
+        }
+        if update && !aborted {
+            result.updated = differs || cell.execution_count() != count;
+            new_outputs.push((position, run.outputs, count));
+        }
+        report.cell_results.push(result);
+        progress.inc(1);
+    }
+    if let Some(kernel) = kernel.take() {
+        kernel.shutdown();
+    }
+    drop(guard);
+
+    if update && !aborted {
+        for (position, outputs, count) in new_outputs {
+            let cell = &mut notebook.cells[position];
+            cell.extra.insert("outputs".into(), Value::Array(outputs));
+            cell.extra.insert(
+                "execution_count".into(),
+                count.map(Value::from).unwrap_or(Value::Null),
+            );
+        }
+        let text = notebook.to_jupyter_json();
+        if text != input.original {
+            match notebook::write_atomically(&input.absolute, text.as_bytes()) {
+                Ok(()) => report.written = true,
+                Err(error) => {
+                    report.error = Some(format!("cannot write {}: {error}", input.display))
+                }
+            }
+        }
+    } else if update {
+        for cell in &mut report.cell_results {
+            cell.updated = false;
+        }
+        if report.error.is_none() {
+            report.error = Some("run aborted, notebook not updated".into());
+        }
+    }
+    report.recount();
+    report.seconds = started.elapsed().as_secs_f64();
+    report
+}

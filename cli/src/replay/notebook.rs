@@ -1,0 +1,319 @@
+//! The nbformat 4 notebook model: just enough structure to read sources, tags
+//! and outputs, while every field we do not understand survives a rewrite.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+use std::path::Path;
+
+/// A notebook file as nbformat 4 stores it. Unknown top-level fields are kept.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Notebook {
+    /// The cells, in order.
+    pub cells: Vec<Cell>,
+    /// Notebook metadata (kernelspec, language_info, ...), kept verbatim.
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+    /// Major format version; only 4 is supported.
+    pub nbformat: u64,
+    /// Minor format version.
+    #[serde(default)]
+    pub nbformat_minor: u64,
+    /// Fields this tool does not know; written back unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One cell. `outputs` and `execution_count` stay in `extra` so that a code
+/// cell's `"execution_count": null` is written back as null rather than lost.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cell {
+    /// "code", "markdown" or "raw".
+    pub cell_type: String,
+    /// nbformat 4.5 cell id; absent in older files, so optional.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Cell metadata (tags, collapsed, ...), kept verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    /// The source, as one string or a list of lines.
+    pub source: MultilineText,
+    /// Everything else (outputs, execution_count, attachments, ...).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// nbformat's "multiline string": either a string or a list of strings that
+/// are concatenated (each but the last normally ends in "\n").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MultilineText {
+    /// The whole text as one string.
+    Joined(String),
+    /// The text split into lines.
+    Lines(Vec<String>),
+}
+
+impl MultilineText {
+    /// The text with list parts concatenated.
+    pub fn text(&self) -> String {
+        match self {
+            MultilineText::Joined(text) => text.clone(),
+            MultilineText::Lines(lines) => lines.concat(),
+        }
+    }
+}
+
+/// Splits text into lines that keep their "\n", as nbformat writes them.
+pub fn split_lines(text: &str) -> Value {
+    Value::Array(
+        text.split_inclusive('\n')
+            .map(|line| Value::String(line.to_owned()))
+            .collect(),
+    )
+}
+
+/// Joins a stored multiline value (string or list of strings) into one string.
+pub fn join_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(parts) => parts
+            .iter()
+            .map(|part| part.as_str())
+            .collect::<Option<Vec<_>>>()
+            .map(|parts| parts.concat()),
+        _ => None,
+    }
+}
+
+/// Why a notebook file could not be understood.
+#[derive(Debug)]
+pub struct FormatError(pub String);
+
+impl fmt::Display for FormatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Cell {
+    /// Whether this cell is executed by the kernel.
+    pub fn is_code(&self) -> bool {
+        self.cell_type == "code"
+    }
+
+    /// The cell's nbval tags (`metadata.tags`).
+    pub fn tags(&self) -> Vec<String> {
+        self.metadata
+            .as_ref()
+            .and_then(|metadata| metadata.get("tags"))
+            .and_then(Value::as_array)
+            .map(|tags| {
+                tags.iter()
+                    .filter_map(|tag| tag.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether the cell carries the given tag.
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.tags().iter().any(|t| t == tag)
+    }
+
+    /// The stored outputs (empty when absent).
+    pub fn outputs(&self) -> &[Value] {
+        self.extra
+            .get("outputs")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// The stored execution count, if it is a number.
+    pub fn execution_count(&self) -> Option<u64> {
+        self.extra.get("execution_count").and_then(Value::as_u64)
+    }
+}
+
+impl Notebook {
+    /// Parses notebook JSON, checking the parts replay relies on.
+    pub fn parse(text: &str) -> Result<Notebook, FormatError> {
+        // Parse to a Value first so that a JSON syntax error and a structural
+        // error get different, precise messages.
+        let value: Value = serde_json::from_str(text)
+            .map_err(|error| FormatError(format!("invalid JSON: {error}")))?;
+        let object = value
+            .as_object()
+            .ok_or_else(|| FormatError("top level is not a JSON object".into()))?;
+        if !object.contains_key("cells") {
+            return Err(FormatError("no \"cells\" field".into()));
+        }
+        match object.get("nbformat").and_then(Value::as_u64) {
+            Some(4) => {}
+            Some(other) => {
+                return Err(FormatError(format!(
+                    "nbformat {other} is not supported (only 4)"
+                )))
+            }
+            None => return Err(FormatError("missing or non-numeric \"nbformat\"".into())),
+        }
+        if let Some(cells) = object.get("cells").and_then(Value::as_array) {
+            for (index, cell) in cells.iter().enumerate() {
+                Cell::deserialize(cell)
+                    .map_err(|error| FormatError(format!("cell {}: {error}", index + 1)))?;
+                if let Some(outputs) = cell.get("outputs") {
+                    let outputs = outputs.as_array().ok_or_else(|| {
+                        FormatError(format!("cell {}: \"outputs\" is not a list", index + 1))
+                    })?;
+                    for output in outputs {
+                        if output.get("output_type").and_then(Value::as_str).is_none() {
+                            return Err(FormatError(format!(
+                                "cell {}: an output has no \"output_type\"",
+                                index + 1
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+        Notebook::deserialize(&value).map_err(|error| FormatError(error.to_string()))
+    }
+
+    /// Serialises like Jupyter (nbformat.write): keys sorted, one-space
+    /// indent, non-ASCII kept, trailing newline. Keeps rewrite diffs small.
+    pub fn to_jupyter_json(&self) -> String {
+        let value = sort_keys(serde_json::to_value(self).expect("notebook is valid JSON"));
+        to_pretty(&value)
+    }
+}
+
+/// Pretty-prints with Jupyter's one-space indent and a trailing newline.
+pub fn to_pretty(value: &Value) -> String {
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b" ");
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+    value
+        .serialize(&mut serializer)
+        .expect("writing JSON to memory cannot fail");
+    let mut text = String::from_utf8(out).expect("serde_json writes UTF-8");
+    text.push('\n');
+    text
+}
+
+/// Recursively sorts object keys; serde_json may preserve insertion order
+/// (feature unification), but nbformat writes with sort_keys=True.
+fn sort_keys(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(key, value)| (key, sort_keys(value)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sort_keys).collect()),
+        other => other,
+    }
+}
+
+/// Writes `contents` to `path` atomically: a temporary file in the same
+/// folder, flushed, then renamed over the target. An interrupted run leaves
+/// the old file intact.
+pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let temp = folder.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        if let Ok(metadata) = std::fs::metadata(path) {
+            // Keep the original file's permissions.
+            let _ = std::fs::set_permissions(&temp, metadata.permissions());
+        }
+        std::fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r##"{
+ "cells": [
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "a1",
+   "metadata": {
+    "tags": [
+     "nbval-skip"
+    ]
+   },
+   "outputs": [],
+   "source": [
+    "let x = 1;\n",
+    "x"
+   ]
+  },
+  {
+   "cell_type": "markdown",
+   "id": "m1",
+   "metadata": {},
+   "source": "# Title é"
+  }
+ ],
+ "metadata": {
+  "kernelspec": {
+   "display_name": "Rust",
+   "language": "rust",
+   "name": "rust"
+  },
+  "zzz_unknown": 1
+ },
+ "nbformat": 4,
+ "nbformat_minor": 5
+}
+"##;
+
+    #[test]
+    fn round_trip_is_byte_identical() {
+        let notebook = Notebook::parse(SAMPLE).unwrap();
+        assert_eq!(notebook.to_jupyter_json(), SAMPLE);
+        assert!(notebook.cells[0].has_tag("nbval-skip"));
+        assert_eq!(notebook.cells[0].source.text(), "let x = 1;\nx");
+    }
+
+    #[test]
+    fn malformed_notebooks_have_precise_errors() {
+        let error = Notebook::parse("{\"cells\": [").unwrap_err();
+        assert!(error.0.starts_with("invalid JSON"), "{error}");
+        let error = Notebook::parse("{\"cells\": [], \"nbformat\": 3}").unwrap_err();
+        assert!(error.0.contains("nbformat 3"), "{error}");
+        let error = Notebook::parse("{\"cells\": [{\"cell_type\": \"code\"}], \"nbformat\": 4}")
+            .unwrap_err();
+        assert!(error.0.starts_with("cell 1:"), "{error}");
+    }
+
+    #[test]
+    fn split_lines_keeps_newlines() {
+        assert_eq!(split_lines("a\nb\n"), serde_json::json!(["a\n", "b\n"]));
+        assert_eq!(split_lines("a\nb"), serde_json::json!(["a\n", "b"]));
+        assert_eq!(split_lines(""), serde_json::json!([]));
+    }
+}

@@ -1,0 +1,571 @@
+//! Runs cells in an in-process evcxr context and records their outputs the
+//! way evcxr_jupyter 0.22 would (see its `core.rs`).
+//!
+//! Design: each notebook gets a worker thread that owns a fresh
+//! `CommandContext` (evcxr's context is not shared across threads, and a cell
+//! that never returns must not block the caller). The caller sends one cell at
+//! a time and waits for the reply with a deadline. On timeout it kills every
+//! descendant process of this process (the evcxr runtime child that runs the
+//! cell, plus any cargo/rustc still compiling it), repeatedly for a grace
+//! period, so that `execute` returns; if it still does not, the worker thread
+//! is abandoned. Either way the rest of that notebook is not run, because the
+//! kernel lost its variables.
+
+use regex::Regex;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long to keep killing descendants after a timeout before giving up on
+/// the worker thread.
+const KILL_GRACE: Duration = Duration::from_secs(20);
+
+/// Minimum time allowed for evcxr to start.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long output channels must stay quiet after a cell before its output
+/// is taken as complete (evcxr syncs stdout, but not the child's stderr).
+const SETTLE_QUIET: Duration = Duration::from_millis(15);
+
+/// Kernel settings that apply to every notebook.
+#[derive(Debug, Clone)]
+pub struct KernelOptions {
+    /// A cell (and kernel start-up) running longer than this is killed.
+    pub timeout: Duration,
+    /// evcxr `:cache` size in MiB; 0 leaves caching off.
+    pub cache_mib: u64,
+}
+
+/// The result of one cell.
+#[derive(Debug, Clone)]
+pub struct CellRun {
+    /// nbformat outputs as evcxr_jupyter would have stored them.
+    pub outputs: Vec<Value>,
+    /// Why the cell counts as having raised (error output, panic, crash).
+    pub raised: Option<String>,
+    /// Wall-clock seconds of `execute` (compilation plus running).
+    pub seconds: f64,
+    /// Whether the cell was killed for running past the timeout.
+    pub timed_out: bool,
+    /// Set when the kernel cannot run further cells of this notebook.
+    pub kernel_lost: Option<String>,
+}
+
+struct Request {
+    code: String,
+    execution_count: Option<u64>,
+}
+
+struct Reply {
+    outputs: Vec<Value>,
+    raised: Option<String>,
+    seconds: f64,
+}
+
+type ProcessHandle = Arc<Mutex<std::process::Child>>;
+
+/// A running evcxr context for one notebook.
+pub struct Kernel {
+    requests: Option<Sender<Request>>,
+    replies: Receiver<Reply>,
+    process: ProcessHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+    timeout: Duration,
+    lost: Option<String>,
+}
+
+/// Sets the process's current folder for the lifetime of the guard and
+/// restores it afterwards. evcxr canonicalises relative `:dep` paths against
+/// the current folder and its child inherits it, so it must be the notebook's
+/// folder, as when Jupyter starts the kernel there.
+pub struct CurrentDirGuard {
+    previous: PathBuf,
+}
+
+impl CurrentDirGuard {
+    /// Changes into `folder`.
+    pub fn enter(folder: &Path) -> std::io::Result<CurrentDirGuard> {
+        let previous = std::env::current_dir()?;
+        std::env::set_current_dir(folder)?;
+        Ok(CurrentDirGuard { previous })
+    }
+}
+
+impl Drop for CurrentDirGuard {
+    fn drop(&mut self) {
+        let _ = std::env::set_current_dir(&self.previous);
+    }
+}
+
+impl Kernel {
+    /// Starts a fresh evcxr context (in the current folder) and waits for it
+    /// to be ready. Returns the error text and start-up seconds on failure.
+    pub fn start(options: &KernelOptions) -> Result<(Kernel, f64), String> {
+        let started = Instant::now();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (request_tx, request_rx) = mpsc::channel::<Request>();
+        let (reply_tx, reply_rx) = mpsc::channel::<Reply>();
+        let cache_mib = options.cache_mib;
+        let thread = std::thread::Builder::new()
+            .name("evcxr-kernel".into())
+            .spawn(move || worker(cache_mib, ready_tx, request_rx, reply_tx))
+            .map_err(|error| format!("cannot start kernel thread: {error}"))?;
+        // Start-up compiles a first snippet and is not a cell: allow at
+        // least STARTUP_TIMEOUT even when the cell timeout is small.
+        let startup_timeout = options.timeout.max(STARTUP_TIMEOUT);
+        match ready_rx.recv_timeout(startup_timeout) {
+            Ok(Ok(process)) => Ok((
+                Kernel {
+                    requests: Some(request_tx),
+                    replies: reply_rx,
+                    process,
+                    thread: Some(thread),
+                    timeout: options.timeout,
+                    lost: None,
+                },
+                started.elapsed().as_secs_f64(),
+            )),
+            Ok(Err(message)) => {
+                let _ = thread.join();
+                Err(format!("evcxr failed to start: {}", first_line(&message)))
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                kill_descendants(None);
+                Err(format!(
+                    "evcxr did not start within {} s",
+                    startup_timeout.as_secs_f64()
+                ))
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                Err("evcxr crashed while starting (internal panic)".into())
+            }
+        }
+    }
+
+    /// Why no further cells can run in this kernel, if so.
+    pub fn lost_reason(&self) -> Option<&str> {
+        self.lost.as_deref()
+    }
+
+    /// Runs one cell, enforcing the timeout.
+    pub fn run(&mut self, code: &str, execution_count: Option<u64>) -> CellRun {
+        if let Some(reason) = &self.lost {
+            return lost_run(reason.clone(), 0.0);
+        }
+        let started = Instant::now();
+        let request = Request {
+            code: code.to_owned(),
+            execution_count,
+        };
+        let sent = self
+            .requests
+            .as_ref()
+            .map(|requests| requests.send(request).is_ok())
+            .unwrap_or(false);
+        if !sent {
+            return self.lose("evcxr kernel thread has stopped".into(), started);
+        }
+        match self.replies.recv_timeout(self.timeout) {
+            Ok(reply) => CellRun {
+                outputs: reply.outputs,
+                raised: reply.raised,
+                seconds: reply.seconds,
+                timed_out: false,
+                kernel_lost: None,
+            },
+            Err(RecvTimeoutError::Disconnected) => {
+                self.lose("evcxr crashed (internal panic)".into(), started)
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let message = format!(
+                    "cell timed out after {} s and was killed",
+                    self.timeout.as_secs_f64()
+                );
+                let deadline = Instant::now() + KILL_GRACE;
+                // Keep killing: evcxr may start cargo or a new child between
+                // our kills, until `execute` returns.
+                let reply = loop {
+                    kill_descendants(Some(&self.process));
+                    match self.replies.recv_timeout(Duration::from_millis(250)) {
+                        Ok(reply) => break Some(reply),
+                        Err(RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
+                        Err(_) => break None,
+                    }
+                };
+                let mut outputs = reply.map(|reply| reply.outputs).unwrap_or_default();
+                // Like Jupyter's report of an interrupted cell.
+                outputs.retain(|output| output["output_type"] != "error");
+                outputs.push(error_output(&message, vec![message.clone()]));
+                self.lost = Some("not run: an earlier cell timed out".into());
+                CellRun {
+                    outputs,
+                    raised: Some(message),
+                    seconds: started.elapsed().as_secs_f64(),
+                    timed_out: true,
+                    kernel_lost: self.lost.clone(),
+                }
+            }
+        }
+    }
+
+    fn lose(&mut self, reason: String, started: Instant) -> CellRun {
+        self.lost = Some(format!("not run: {reason}"));
+        let mut run = lost_run(reason, started.elapsed().as_secs_f64());
+        run.kernel_lost = self.lost.clone();
+        run
+    }
+
+    /// Stops the context: closing the request channel ends the worker, which
+    /// drops the context (evcxr then ends its child and removes its tmpdir).
+    /// A worker stuck after a timeout is not waited for.
+    pub fn shutdown(mut self) {
+        self.requests.take();
+        if let Some(thread) = self.thread.take() {
+            if self.lost.is_none() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+fn lost_run(reason: String, seconds: f64) -> CellRun {
+    CellRun {
+        outputs: vec![error_output(&reason, vec![reason.clone()])],
+        raised: Some(reason.clone()),
+        seconds,
+        timed_out: false,
+        kernel_lost: Some(reason),
+    }
+}
+
+fn first_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// The worker thread: owns the evcxr context and runs cells on request.
+fn worker(
+    cache_mib: u64,
+    ready: Sender<Result<ProcessHandle, String>>,
+    requests: Receiver<Request>,
+    replies: Sender<Reply>,
+) {
+    // Same as CommandContext::new(), but with a child path that survives
+    // this binary being rebuilt while it runs (see `runtime_executable`).
+    let started = runtime_executable().and_then(|exe| {
+        evcxr::EvalContext::with_subprocess_command(std::process::Command::new(exe))
+            .map_err(|error| error.to_string())
+    });
+    let (mut context, channels) = match started {
+        Ok((eval, channels)) => (evcxr::CommandContext::with_eval_context(eval), channels),
+        Err(error) => {
+            let _ = ready.send(Err(error));
+            return;
+        }
+    };
+    let collected = Arc::new(Collected::default());
+    for (name, receiver) in [("stdout", channels.stdout), ("stderr", channels.stderr)] {
+        let collected = Arc::clone(&collected);
+        // Lines are recorded in arrival order, like evcxr_jupyter's
+        // pass-through thread; the threads end when evcxr drops its senders.
+        std::thread::spawn(move || {
+            while let Ok(line) = receiver.recv() {
+                collected.lines.lock().unwrap().push((name, line));
+                collected.arrivals.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+    }
+    if cache_mib > 0 {
+        let _ = context.execute(&format!(":cache {cache_mib}"));
+    }
+    settle(&collected);
+    collected.lines.lock().unwrap().clear();
+    if ready.send(Ok(context.process_handle())).is_err() {
+        return;
+    }
+    for request in requests {
+        let started = Instant::now();
+        let result = context.execute(&request.code);
+        let seconds = started.elapsed().as_secs_f64();
+        settle(&collected);
+        let lines = std::mem::take(&mut *collected.lines.lock().unwrap());
+        let (outputs, raised) = to_nbformat(lines, result, request.execution_count);
+        if replies
+            .send(Reply {
+                outputs,
+                raised,
+                seconds,
+            })
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// The binary evcxr starts as its child (and as its rustc wrapper): this
+/// one. When `cargo build` replaces the file during a run, Linux reports the
+/// old inode as "PATH (deleted)"; the rebuilt file at PATH has the same
+/// runtime hook, so use it.
+fn runtime_executable() -> Result<PathBuf, String> {
+    let exe =
+        std::env::current_exe().map_err(|error| format!("cannot find this executable: {error}"))?;
+    let text = exe.to_string_lossy();
+    match text.strip_suffix(" (deleted)") {
+        Some(original) if !exe.exists() => Ok(PathBuf::from(original)),
+        _ => Ok(exe),
+    }
+}
+
+#[derive(Default)]
+struct Collected {
+    lines: Mutex<Vec<(&'static str, String)>>,
+    arrivals: AtomicU64,
+}
+
+/// Waits until no output line has arrived for `SETTLE_QUIET` (at most 1 s).
+fn settle(collected: &Collected) {
+    let limit = Instant::now() + Duration::from_secs(1);
+    let mut seen = collected.arrivals.load(Ordering::SeqCst);
+    loop {
+        std::thread::sleep(SETTLE_QUIET);
+        let now = collected.arrivals.load(Ordering::SeqCst);
+        if now == seen || Instant::now() > limit {
+            return;
+        }
+        seen = now;
+    }
+}
+
+/// Rust's panic message: "thread 'main' panicked at ..." (newer toolchains
+/// add the thread id: "thread '<unnamed>' (1234) panicked at ...").
+fn panic_line() -> &'static Regex {
+    static PANIC: OnceLock<Regex> = OnceLock::new();
+    PANIC.get_or_init(|| Regex::new(r"(?m)^thread '[^']*'(?: \(\d+\))? panicked at .*$").unwrap())
+}
+
+/// Converts collected stream lines and evcxr's result into nbformat outputs,
+/// mirroring evcxr_jupyter 0.22: each line becomes a stream message
+/// `line + "\n"` (Jupyter merges consecutive messages of the same stream into
+/// one output), then an `execute_result` holding `content_by_mime_type`
+/// (JSON MIME types parsed), then a "Took Nms" HTML result when `:timing` is
+/// on, or one `error` output per compilation error.
+fn to_nbformat(
+    lines: Vec<(&'static str, String)>,
+    result: Result<evcxr::EvalOutputs, evcxr::Error>,
+    execution_count: Option<u64>,
+) -> (Vec<Value>, Option<String>) {
+    let mut outputs: Vec<Value> = Vec::new();
+    let mut current: Option<(&'static str, String)> = None;
+    for (name, line) in lines {
+        match &mut current {
+            Some((current_name, text)) if *current_name == name => {
+                text.push_str(&line);
+                text.push('\n');
+            }
+            _ => {
+                if let Some((name, text)) = current.take() {
+                    outputs.push(stream_output(name, &text));
+                }
+                current = Some((name, format!("{line}\n")));
+            }
+        }
+    }
+    let mut stderr_text = String::new();
+    if let Some((name, text)) = current.take() {
+        outputs.push(stream_output(name, &text));
+    }
+    for output in &outputs {
+        if output["name"] == "stderr" {
+            stderr_text.push_str(&super::notebook::join_text(&output["text"]).unwrap_or_default());
+        }
+    }
+    // evcxr catches panics (the cell "succeeds" with the panic on stderr);
+    // nbval-style checking must still treat them as raised.
+    let mut raised = panic_line()
+        .find(&stderr_text)
+        .map(|found| found.as_str().to_owned());
+    let count = execution_count.map(Value::from).unwrap_or(Value::Null);
+    match result {
+        Ok(eval) => {
+            if !eval.is_empty() {
+                let mut data = Map::new();
+                for (mime, content) in eval.content_by_mime_type {
+                    let value = if mime.contains("json") {
+                        serde_json::from_str(&content).unwrap_or(Value::String(content))
+                    } else {
+                        split_text(&mime, content)
+                    };
+                    data.insert(mime, value);
+                }
+                outputs.push(execute_result(data, &count));
+            }
+            if let Some(duration) = eval.timing {
+                let mut data = Map::new();
+                data.insert(
+                    "text/html".into(),
+                    Value::String(format!(
+                        "<span style=\"color: rgba(0,0,0,0.4);\">Took {}ms</span>",
+                        duration.as_millis()
+                    )),
+                );
+                outputs.push(execute_result(data, &count));
+            }
+        }
+        Err(evcxr::Error::CompilationErrors(errors)) => {
+            for error in &errors {
+                let mut traceback = Vec::new();
+                if error.is_from_user_code() {
+                    // evcxr_jupyter renders an ariadne report here; tracebacks
+                    // are never compared, so this plain form is enough.
+                    for spanned in error.spanned_messages() {
+                        traceback.extend(spanned.lines.iter().cloned());
+                        match &spanned.span {
+                            Some(span) => traceback.push(format!(
+                                "{}{} {}",
+                                " ".repeat(span.start_column.saturating_sub(1)),
+                                "^".repeat(span.end_column.saturating_sub(span.start_column)),
+                                spanned.label
+                            )),
+                            None => traceback.push(spanned.label.clone()),
+                        }
+                    }
+                    for help in error.help() {
+                        traceback.push(format!("help: {help}"));
+                    }
+                }
+                traceback.push(error.message());
+                outputs.push(error_output(&error.message(), traceback));
+            }
+            raised = Some(format!(
+                "compilation failed: {}",
+                errors
+                    .first()
+                    .map(|error| first_line(&error.message()))
+                    .unwrap_or_default()
+            ));
+        }
+        Err(error) => {
+            let text = error.to_string();
+            outputs.push(error_output(&text, vec![text.clone()]));
+            raised = Some(match error {
+                evcxr::Error::SubprocessTerminated(_) => {
+                    format!("kernel child process died: {}", last_line(&text))
+                }
+                _ => format!("error: {}", first_line(&text)),
+            });
+        }
+    }
+    (outputs, raised)
+}
+
+fn last_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .rfind(|line| !line.is_empty())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// nbformat splits text MIME values into lines; binary (base64) ones not.
+fn split_text(mime: &str, content: String) -> Value {
+    if mime.starts_with("text/") || mime == "image/svg+xml" || mime == "application/javascript" {
+        super::notebook::split_lines(&content)
+    } else {
+        Value::String(content)
+    }
+}
+
+fn stream_output(name: &str, text: &str) -> Value {
+    serde_json::json!({
+        "name": name,
+        "output_type": "stream",
+        "text": super::notebook::split_lines(text),
+    })
+}
+
+fn execute_result(data: Map<String, Value>, count: &Value) -> Value {
+    serde_json::json!({
+        "data": data,
+        "execution_count": count,
+        "metadata": {},
+        "output_type": "execute_result",
+    })
+}
+
+fn error_output(evalue: &str, traceback: Vec<String>) -> Value {
+    serde_json::json!({
+        "ename": "Error",
+        "evalue": evalue,
+        "output_type": "error",
+        "traceback": traceback,
+    })
+}
+
+/// Kills the evcxr runtime child and, on Linux, every other descendant of
+/// this process (cargo, rustc and the rustc wrapper evcxr runs through this
+/// binary). Used only after a timeout, when the notebook's kernel is
+/// abandoned anyway.
+fn kill_descendants(process: Option<&ProcessHandle>) {
+    if let Some(process) = process {
+        // try_lock: evcxr may hold the lock while reaping a dead child.
+        if let Ok(mut child) = process.try_lock() {
+            let _ = child.kill();
+        }
+    }
+    #[cfg(target_os = "linux")]
+    {
+        for pid in linux_descendants(std::process::id()) {
+            // SAFETY: kill(2) with a pid we just read; no memory is involved.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// All descendants of `root`, read from /proc (parent pid is field 4 of
+/// /proc/PID/stat, after the parenthesised command name).
+#[cfg(target_os = "linux")]
+fn linux_descendants(root: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                continue;
+            };
+            if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+                parents.push((pid, ppid));
+            }
+        }
+    }
+    let mut found = vec![root];
+    let mut index = 0;
+    while index < found.len() {
+        let parent = found[index];
+        for &(pid, ppid) in &parents {
+            if ppid == parent && !found.contains(&pid) {
+                found.push(pid);
+            }
+        }
+        index += 1;
+    }
+    found.remove(0);
+    found
+}

@@ -1,0 +1,417 @@
+//! End-to-end tests of `attention-lab replay`, run through the real binary.
+//!
+//! evcxr contexts cost seconds each, so the fixtures are few notebooks that
+//! each exercise many behaviours, and every test copies its fixture folder to
+//! a fresh temporary folder (tests may rewrite notebooks).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Copies `tests/fixtures/<name>` to a fresh folder and returns the copy.
+fn fixture_copy(test: &str, name: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("replay-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let target = root.join(name);
+    copy_dir(&fixtures().join(name), &target);
+    target
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            if entry.file_name() != "target" {
+                copy_dir(&entry.path(), &dest);
+            }
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
+
+fn replay(cwd: &Path, args: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_attention-lab"))
+        .arg("replay")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("binary runs");
+    eprintln!(
+        "--- replay {args:?} exited {:?}\n--- stdout\n{}--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("report is valid JSON")
+}
+
+fn statuses(notebook: &Value) -> Vec<String> {
+    notebook["cell_results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| cell["status"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn sorted_outputs(outputs: &Value) -> Vec<String> {
+    let mut list: Vec<String> = outputs
+        .as_array()
+        .unwrap_or(&Vec::new())
+        .iter()
+        .map(Value::to_string)
+        .collect();
+    list.sort();
+    list
+}
+
+fn cell_by_id<'a>(notebook: &'a Value, id: &str) -> &'a Value {
+    notebook["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|cell| cell["id"] == id)
+        .unwrap_or_else(|| panic!("no cell {id}"))
+}
+
+/// One evcxr context: the matching fixture passes, nbval tags work
+/// (skip, ignore-output, raises-exception for a compile error and a panic),
+/// relative `:dep` and file paths resolve in the notebook's folder, check
+/// mode leaves the bytes alone, and `--json` is a valid report.
+#[test]
+fn matching_notebook_passes_and_file_is_untouched() {
+    let folder = fixture_copy("matching", "basic");
+    let notebook = folder.join("basic.ipynb");
+    let before = std::fs::read(&notebook).unwrap();
+    let output = replay(
+        &folder,
+        &[
+            "basic.ipynb",
+            "--sanitize",
+            "sanitize.cfg",
+            "--json",
+            "report.json",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read(&notebook).unwrap(),
+        before,
+        "check mode must not write"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("notebook") && stdout.contains("skipped"),
+        "summary table"
+    );
+    assert!(
+        stdout.contains("OK: 8 passed, 0 failed, 1 skipped"),
+        "{stdout}"
+    );
+
+    let report = read_json(&folder.join("report.json"));
+    assert_eq!(report["ok"], true);
+    let nb = &report["notebooks"][0];
+    assert_eq!(nb["cells"], 9);
+    assert_eq!(
+        statuses(nb),
+        [
+            "passed", "passed", "passed", "passed", "skipped", "passed", "passed", "passed",
+            "passed"
+        ]
+    );
+    let cells = nb["cell_results"].as_array().unwrap();
+    assert_eq!(cells[4]["reason"], "nbval-skip");
+    assert!(cells[5]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("nbval-ignore-output"));
+    for cell in cells.iter().filter(|cell| cell["status"] == "passed") {
+        assert!(
+            cell["seconds"].as_f64().unwrap() > 0.0,
+            "per-cell seconds recorded"
+        );
+    }
+    assert!(nb["startup_seconds"].as_f64().unwrap() > 0.0);
+    // No temporary files left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty());
+}
+
+/// Two evcxr contexts: a changed stored output fails with a unified diff
+/// (file untouched), then `--update` rewrites the outputs while keeping
+/// ids, metadata and the nbval-skip cell's stored output.
+#[test]
+fn changed_output_fails_with_diff_and_update_rewrites_it() {
+    let folder = fixture_copy("update", "basic");
+    let path = folder.join("basic.ipynb");
+    let pristine: Value = read_json(&path);
+    let mut changed = pristine.clone();
+    let cells = changed["cells"].as_array_mut().unwrap();
+    for cell in cells.iter_mut() {
+        match cell["id"].as_str().unwrap() {
+            "c03" => cell["outputs"][0]["text"] = Value::from(vec!["bye\n"]),
+            "c04" => cell["outputs"][0]["data"]["text/plain"] = Value::from(vec!["6"]),
+            "c06" => cell["metadata"]["custom"] = Value::from("kept"),
+            _ => {}
+        }
+    }
+    let changed_text = serde_json::to_string_pretty(&changed).unwrap();
+    std::fs::write(&path, &changed_text).unwrap();
+
+    let output = replay(&folder, &["--sanitize", "sanitize.cfg", "."]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("FAILED"), "{stdout}");
+    for line in ["--- stored", "+++ replayed", "-bye", "+hi", "-6", "+5"] {
+        assert!(
+            stdout.lines().any(|l| l.trim() == line),
+            "missing diff line {line:?}"
+        );
+    }
+    assert!(
+        stdout.contains("FAILED: 6 passed, 2 failed, 1 skipped"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        changed_text,
+        "check mode must not write"
+    );
+
+    let output = replay(
+        &folder,
+        &["--sanitize", "sanitize.cfg", "--update", "basic.ipynb"],
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.starts_with("{\n \"cells\": [\n  {\n"),
+        "Jupyter layout"
+    );
+    assert!(text.ends_with("}\n"));
+    let updated: Value = serde_json::from_str(&text).unwrap();
+    let ids = |nb: &Value| -> Vec<String> {
+        nb["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&updated), ids(&pristine));
+    assert_eq!(updated["metadata"], pristine["metadata"]);
+    assert_eq!(cell_by_id(&updated, "c06")["metadata"]["custom"], "kept");
+    assert_eq!(
+        cell_by_id(&updated, "c06")["metadata"]["tags"][0],
+        "nbval-skip"
+    );
+    // Every cell is back to the pristine fixture (whose outputs are those
+    // evcxr_jupyter records), except the process id (c07) and the panic's
+    // thread id and backtrace (c09).
+    let panic = &cell_by_id(&updated, "c09")["outputs"][0];
+    assert_eq!(panic["name"], "stderr");
+    assert!(panic["text"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|line| line == "boom\n"));
+    for cell in pristine["cells"].as_array().unwrap() {
+        let id = cell["id"].as_str().unwrap();
+        if id != "c07" && id != "c09" {
+            // stdout and stderr arrive on separate pipes, so their relative
+            // order may vary (as in Jupyter); compare as multisets.
+            assert_eq!(
+                sorted_outputs(&cell_by_id(&updated, id)["outputs"]),
+                sorted_outputs(&cell["outputs"]),
+                "cell {id}"
+            );
+            assert_eq!(
+                cell_by_id(&updated, id)["source"],
+                cell["source"],
+                "cell {id}"
+            );
+        }
+    }
+}
+
+/// Two evcxr contexts plus a malformed file: a cell sleeping past the
+/// timeout is killed and the rest of its notebook is not run; the next
+/// notebook still runs; an unexpected panic and a kernel exit are failures
+/// and the kernel recovers; the malformed notebook is one error line.
+#[test]
+fn timeout_crash_and_malformed_notebook_are_reported() {
+    let folder = fixture_copy("faults", "faults");
+    let started = Instant::now();
+    let output = replay(&folder, &["--timeout", "15", "--json", "report.json", "."]);
+    assert!(
+        started.elapsed() < Duration::from_secs(150),
+        "timeout enforced"
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "malformed input gives status 2"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let error_lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(error_lines.len(), 1, "exactly one error line: {stderr}");
+    assert!(
+        error_lines[0].starts_with("error: ./3_malformed.ipynb: invalid JSON"),
+        "{stderr}"
+    );
+
+    let report = read_json(&folder.join("report.json"));
+    let notebooks = report["notebooks"].as_array().unwrap();
+    assert_eq!(notebooks.len(), 3);
+    let timeout = &notebooks[0];
+    assert_eq!(statuses(timeout), ["failed", "skipped"]);
+    let reason = timeout["cell_results"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("timed out"), "{reason}");
+    let seconds = timeout["cell_results"][0]["seconds"].as_f64().unwrap();
+    assert!((15.0..60.0).contains(&seconds), "{seconds}");
+
+    let crash = &notebooks[1];
+    assert_eq!(statuses(crash), ["passed", "failed", "failed", "passed"]);
+    let panic = crash["cell_results"][1]["reason"].as_str().unwrap();
+    assert!(panic.contains("panicked"), "{panic}");
+    let exit = crash["cell_results"][2]["reason"].as_str().unwrap();
+    assert!(
+        exit.contains("died") && exit.contains("exit status: 1"),
+        "{exit}"
+    );
+
+    let malformed = &notebooks[2];
+    assert!(malformed["error"].as_str().unwrap().contains("malformed"));
+    assert_eq!(report["ok"], false);
+}
+
+#[test]
+fn missing_path_is_one_line_error() {
+    let output = replay(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        &["no/such/notebook.ipynb"],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error: no/such/notebook.ipynb: no such file or folder\n"
+    );
+}
+
+#[test]
+fn folder_without_notebooks_is_one_line_error() {
+    let folder =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("replay-empty-{}", std::process::id()));
+    std::fs::create_dir_all(folder.join("sub")).unwrap();
+    let output = replay(&folder, &["sub"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error: sub: folder contains no .ipynb notebooks\n"
+    );
+}
+
+#[test]
+fn bad_sanitize_regex_is_one_line_error() {
+    let folder = fixtures().join("basic");
+    let bad = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bad-sanitize-{}.cfg", std::process::id()));
+    std::fs::write(&bad, "[broken]\nregex: (unclosed\nreplace: x\n").unwrap();
+    let output = replay(
+        &folder,
+        &["--sanitize", bad.to_str().unwrap(), "basic.ipynb"],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("bad-sanitize")
+            && stderr.contains("[broken]")
+            && stderr.contains("unclosed")
+    );
+}
+
+#[test]
+fn unreadable_notebook_is_one_line_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("unreadable-{}.ipynb", std::process::id()));
+    std::fs::write(&path, "{}").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
+    if std::fs::read(&path).is_ok() {
+        eprintln!("running as root: permissions do not stop reads; nothing to check");
+        return;
+    }
+    let output = replay(Path::new("/"), &[path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1);
+    assert!(stderr.contains("cannot read"), "{stderr}");
+}
+
+#[test]
+fn bad_timeout_is_rejected() {
+    let output = replay(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        &["--timeout", "0", "x.ipynb"],
+    );
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// Replays every notebook in the repository's notebooks/ folder; passes
+/// trivially only while that folder holds no notebook.
+#[test]
+fn replays_every_notebook_in_repo() {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks");
+    let mut count = 0;
+    let mut stack = vec![folder.clone()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            if entry.path().is_dir() {
+                stack.push(entry.path());
+            } else if name.ends_with(".ipynb") {
+                count += 1;
+            }
+        }
+    }
+    if count == 0 {
+        eprintln!("notebooks/ holds no notebook yet: nothing to replay");
+        return;
+    }
+    let report = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("repo-notebooks-{}.json", std::process::id()));
+    let output = replay(&folder, &["--json", report.to_str().unwrap(), "."]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "a repository notebook does not match its outputs"
+    );
+    let report = read_json(&report);
+    assert_eq!(report["totals"]["notebooks"], count);
+    assert_eq!(report["ok"], true);
+}
