@@ -1,0 +1,112 @@
+//! The seed notebooks' stored outputs are NumPy's text: for each notebook, the stdout of its
+//! code cells (those not tagged `beyond-numpy`, which go past what the document prints) joined
+//! in order equals NumPy's transcript in tests/data/transcripts/ byte for byte. The replay
+//! checker (`attention-lab replay`) then proves the Rust cells still print what is stored.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+fn notebooks() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("notebooks");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ipynb"))
+        .collect();
+    found.sort();
+    found
+}
+
+/// A notebook field that nbformat stores as a string or a list of strings.
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(Value::as_str).collect(),
+        _ => String::new(),
+    }
+}
+
+fn tags(cell: &Value) -> Vec<String> {
+    serde_json::from_value(cell["metadata"]["tags"].clone()).unwrap_or_default()
+}
+
+fn load(path: &Path) -> Value {
+    let raw = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&raw).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn every_seed_has_a_notebook() {
+    let names: Vec<String> = notebooks()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy()[..3].to_string())
+        .collect();
+    assert_eq!(names, ["000", "001", "002", "003", "004"]);
+}
+
+#[test]
+fn stored_outputs_are_numpys_text() {
+    for path in notebooks() {
+        let seed = &path.file_name().unwrap().to_string_lossy()[..3];
+        let transcript = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("tests/data/transcripts/{seed}.txt"));
+        let numpy = std::fs::read_to_string(&transcript)
+            .unwrap_or_else(|e| panic!("{}: {e}", transcript.display()));
+        let nb = load(&path);
+        let mut stored = String::new();
+        for cell in nb["cells"].as_array().unwrap() {
+            if cell["cell_type"] != "code" || tags(cell).iter().any(|t| t == "beyond-numpy") {
+                continue;
+            }
+            for out in cell["outputs"].as_array().unwrap() {
+                if out["output_type"] == "stream" && out["name"] == "stdout" {
+                    stored.push_str(&text(&out["text"]));
+                }
+            }
+        }
+        assert!(
+            stored == numpy,
+            "{}: stored outputs differ from NumPy's {}\n--- stored\n{stored}\n--- NumPy\n{numpy}",
+            path.display(),
+            transcript.display()
+        );
+    }
+}
+
+#[test]
+fn notebooks_are_evcxr_notebooks_that_load_the_crate_first() {
+    for path in notebooks() {
+        let nb = load(&path);
+        let spec = &nb["metadata"]["kernelspec"];
+        assert_eq!(
+            (spec["name"].as_str(), spec["language"].as_str()),
+            (Some("rust"), Some("rust")),
+            "{}",
+            path.display()
+        );
+        let cells = nb["cells"].as_array().unwrap();
+        let first_code = cells.iter().find(|c| c["cell_type"] == "code").unwrap();
+        assert_eq!(
+            text(&first_code["source"]),
+            ":dep attention-lab = { path = \"..\" }",
+            "{}",
+            path.display()
+        );
+        for cell in cells.iter().filter(|c| c["cell_type"] == "code") {
+            let errors = cell["outputs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|o| o["output_type"] == "error")
+                .count();
+            assert_eq!(
+                errors,
+                0,
+                "{}: a stored error in cell {}",
+                path.display(),
+                cell["id"]
+            );
+        }
+    }
+}
