@@ -19,6 +19,15 @@ use std::time::{Duration, Instant};
 
 /// Command-line options of `replay`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "\
+Cell tags (metadata.tags), as nbval: nbval-skip (not run), nbval-ignore-output
+(run, not compared), raises-exception (must raise: error output or panic).
+Compared: stream text and text/plain exactly; other MIME types only with
+--compare-html. Each notebook gets a fresh evcxr context started in the
+notebook's folder, like a Jupyter kernel.
+
+Exit status: 0 everything matched, 1 a cell failed, 2 bad input (missing path,
+no notebooks, unreadable or malformed notebook, bad sanitize file).")]
 pub struct ReplayArgs {
     /// Notebooks or folders (searched recursively for *.ipynb).
     #[arg(value_name = "PATH", default_value = "notebooks")]

@@ -287,7 +287,10 @@ mod tests {
   "zzz_unknown": 1
  },
  "nbformat": 4,
- "nbformat_minor": 5
+ "nbformat_minor": 5,
+ "zz_top_level_unknown": {
+  "kept": true
+ }
 }
 "##;
 
