@@ -5,9 +5,10 @@ pub mod compare;
 pub mod notebook;
 pub mod report;
 pub mod runner;
+pub mod terminal;
 
 use compare::{CompareOptions, SanitizeError};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressStyle};
 use notebook::{FormatError, Notebook};
 use report::{CellReport, CellStatus, NotebookReport, Report, Totals};
 use runner::{CurrentDirGuard, Kernel, KernelOptions};
@@ -141,8 +142,8 @@ fn run_inner(args: &ReplayArgs) -> Result<i32, ReplayError> {
         .filter_map(|input| input.parsed.as_ref().ok())
         .map(|nb| nb.cells.iter().filter(|cell| cell.is_code()).count())
         .sum();
-    let progress =
-        ProgressBar::with_draw_target(Some(total_cells as u64), ProgressDrawTarget::stderr());
+    let progress_owner = terminal::Progress::new(total_cells as u64);
+    let progress = progress_owner.bar.clone();
     progress.set_style(
         ProgressStyle::with_template(
             "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cells  {msg}",
@@ -191,7 +192,7 @@ fn run_inner(args: &ReplayArgs) -> Result<i32, ReplayError> {
         };
         notebooks.push(report);
     }
-    progress.finish_and_clear();
+    progress_owner.finish();
 
     let mut totals = Totals {
         notebooks: notebooks.len(),
