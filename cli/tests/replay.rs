@@ -244,6 +244,11 @@ fn changed_output_fails_with_diff_and_update_rewrites_it() {
                 "cell {id}"
             );
             assert_eq!(
+                cell_by_id(&updated, id)["execution_count"],
+                cell["execution_count"],
+                "cell {id}"
+            );
+            assert_eq!(
                 cell_by_id(&updated, id)["source"],
                 cell["source"],
                 "cell {id}"
@@ -254,8 +259,8 @@ fn changed_output_fails_with_diff_and_update_rewrites_it() {
 
 /// Two evcxr contexts plus a malformed file: a cell sleeping past the
 /// timeout is killed and the rest of its notebook is not run; the next
-/// notebook still runs; an unexpected panic and a kernel exit are failures
-/// and the kernel recovers; the malformed notebook is one error line.
+/// notebook still runs; an unexpected panic, a kernel exit and a segfault
+/// are failures and the kernel recovers; the malformed notebook is one error line.
 #[test]
 fn timeout_crash_and_malformed_notebook_are_reported() {
     let folder = fixture_copy("faults", "faults");
@@ -289,13 +294,21 @@ fn timeout_crash_and_malformed_notebook_are_reported() {
     assert!((20.0..60.0).contains(&seconds), "{seconds}");
 
     let crash = &notebooks[1];
-    assert_eq!(statuses(crash), ["passed", "failed", "failed", "passed"]);
+    assert_eq!(
+        statuses(crash),
+        ["passed", "failed", "failed", "failed", "passed"]
+    );
     let panic = crash["cell_results"][1]["reason"].as_str().unwrap();
     assert!(panic.contains("panicked"), "{panic}");
     let exit = crash["cell_results"][2]["reason"].as_str().unwrap();
     assert!(
         exit.contains("died") && exit.contains("exit status: 1"),
         "{exit}"
+    );
+    let segfault = crash["cell_results"][3]["reason"].as_str().unwrap();
+    assert!(
+        segfault.contains("died") && segfault.contains("SIGABRT"),
+        "{segfault}"
     );
 
     let malformed = &notebooks[2];
