@@ -442,12 +442,13 @@ fn run_notebook(
                 result.reason = Some("output differed".into());
             }
         }
+        if update && !aborted {
+            // nbval-ignore-output cells are rewritten too, so use the raw diff.
+            result.updated = !diff.is_empty() || cell.execution_count() != count;
+            new_outputs.push((position, run.outputs, count));
+        }
         if differs {
             result.diff = Some(diff);
-        }
-        if update && !aborted {
-            result.updated = differs || cell.execution_count() != count;
-            new_outputs.push((position, run.outputs, count));
         }
         report.cell_results.push(result);
         progress.inc(1);
