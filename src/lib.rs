@@ -23,8 +23,8 @@
 //! ```
 //!
 //! Modules, one concept each: [`softmax`], [`attention`], [`heads`], [`init`] (ndarray-rand
-//! starting values), [`np`] (NumPy printing, rounding and random streams), [`error`], and
-//! `plot` (attention heatmaps as SVG and PNG; cargo feature `plot`, on by default).
+//! starting values), [`np`] (NumPy printing, rounding and random streams), [`error`].
+//! Heatmaps are in the companion crate `attention-lab-plot` (workspace member `plot/`).
 //! Everything is `f64` and concrete, so notebook cells that call it compile fast.
 
 pub mod attention;
@@ -32,7 +32,5 @@ pub mod error;
 pub mod heads;
 pub mod init;
 pub mod np;
-#[cfg(feature = "plot")]
-pub mod plot;
 pub mod prelude;
 pub mod softmax;

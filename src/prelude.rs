@@ -17,8 +17,6 @@ pub use crate::heads::{Head, HeadOutput, MultiHead, MultiHeadOutput};
 pub use crate::init::{random_embeddings, random_projection};
 pub use crate::np;
 pub use crate::np::*;
-#[cfg(feature = "plot")]
-pub use crate::plot::{heads_grid, heatmap, viridis, Figure, PlotError};
 pub use crate::softmax::{softmax, softmax_naive, Softmax};
 pub use ndarray::{array, concatenate, s, Array, Array1, Array2, ArrayD, ArrayView2, Axis};
 pub use ndarray_rand::rand::rngs::StdRng;

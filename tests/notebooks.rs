@@ -87,10 +87,19 @@ fn notebooks_are_evcxr_notebooks_that_load_the_crate_first() {
         );
         let cells = nb["cells"].as_array().unwrap();
         let first_code = cells.iter().find(|c| c["cell_type"] == "code").unwrap();
+        // Notebooks that draw also load the companion plot crate there, before any variable
+        // exists: evcxr forgets the variables when a dependency is added later.
+        let first = text(&first_code["source"]);
+        let mut deps = first.lines();
         assert_eq!(
-            text(&first_code["source"]),
-            ":dep attention-lab = { path = \"..\" }",
+            deps.next(),
+            Some(":dep attention-lab = { path = \"..\" }"),
             "{}",
+            path.display()
+        );
+        assert!(
+            deps.all(|line| line == ":dep attention-lab-plot = { path = \"../plot\" }"),
+            "{}: {first}",
             path.display()
         );
         for cell in cells.iter().filter(|c| c["cell_type"] == "code") {

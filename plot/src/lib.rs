@@ -1,4 +1,4 @@
-//! Attention pictures: heatmaps of attention weights (or scores), and one panel per head.
+//! attention-lab-plot: attention pictures, heatmaps of attention weights (or scores), and one panel per head.
 //!
 //! [`heatmap`] and [`heads_grid`] return a [`Figure`], which shows inline in an evcxr Jupyter
 //! notebook (it has an `evcxr_display` method), and writes SVG or PNG files. Token labels,
@@ -12,11 +12,15 @@
 //! panics. Files are written under a temporary name in the same folder, then renamed.
 //!
 //! PNG pictures are twice the SVG's size by default ([`Figure::png_scale`]); their text uses
-//! the DejaVu Sans font compiled into the library (no system font is read). This module is
-//! the cargo feature `plot`, on by default; `default-features = false` leaves it out.
+//! the DejaVu Sans font compiled into the crate (no system font is read).
+//!
+//! It is a crate of its own, not a module of `attention-lab`, because evcxr rebuilds a path
+//! dependency in every notebook kernel: only the cells that draw should pay for plotters. In a
+//! notebook: `:dep attention-lab-plot = { path = "../plot" }`, then `use attention_lab_plot::*;`.
 //!
 //! ```
 //! use attention_lab::prelude::*;
+//! use attention_lab_plot::*;
 //!
 //! let weights = array![[0.7, 0.3], [0.2, 0.8]];
 //! let fig = heatmap(&weights).labels(&["Thinking", "Machines"]).title("weights");
@@ -39,7 +43,7 @@ use plotters::element::{PathElement, Rectangle, Text};
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{Color, FontTransform, IntoFont, RGBColor};
 
-use crate::heads::MultiHeadOutput;
+use attention_lab::heads::MultiHeadOutput;
 
 /// The font for PNG text (and for measuring text in both formats), DejaVu Sans (see
 /// assets/DejaVuSans-LICENSE.txt). SVG files name the family `sans-serif`.
@@ -70,6 +74,7 @@ const BACKGROUND: RGBColor = RGBColor(255, 255, 255);
 ///
 /// ```
 /// use attention_lab::prelude::*;
+/// use attention_lab_plot::*;
 ///
 /// let err = heatmap(&Array2::zeros((0, 3))).render_svg().unwrap_err();
 /// assert_eq!(err.to_string(), "cannot plot an empty matrix: panel 1 is 0x3");
@@ -164,6 +169,7 @@ impl std::error::Error for PlotError {
 ///
 /// ```
 /// use attention_lab::prelude::*;
+/// use attention_lab_plot::*;
 ///
 /// assert_eq!(viridis(0.0), (71, 1, 85)); // dark purple
 /// assert_eq!(viridis(0.5), (31, 144, 139)); // teal (matplotlib: 33, 145, 140)
@@ -238,6 +244,7 @@ struct Panel {
 ///
 /// ```
 /// use attention_lab::prelude::*;
+/// use attention_lab_plot::*;
 ///
 /// let fig = heatmap(&array![[0.5, 0.5], [0.1, 0.9]]).title("head 1").colorbar(false);
 /// let (width, height) = fig.size()?;
@@ -267,6 +274,7 @@ pub struct Figure {
 ///
 /// ```
 /// use attention_lab::prelude::*;
+/// use attention_lab_plot::*;
 ///
 /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
 /// let out = head.forward(&array![[1.0, 0.0], [0.0, 1.0]])?;
@@ -288,6 +296,7 @@ pub fn heatmap(matrix: &Array2<f64>) -> Figure {
 ///
 /// ```
 /// use attention_lab::prelude::*;
+/// use attention_lab_plot::*;
 ///
 /// let x = array![[1.0, 0.0], [0.0, 1.0]];
 /// let heads = vec![
@@ -357,6 +366,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let svg = heatmap(&array![[1.0, 0.0], [0.5, 0.5]]).labels(&["I", "am"]).to_svg();
     /// assert!(svg.contains(">\nam\n<") || svg.contains(">am<"));
@@ -369,6 +379,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let fig = heatmap(&array![[1.0, 0.0]]).row_labels(&["Thinking"]);
     /// assert!(fig.to_svg().contains("Thinking"));
@@ -382,6 +393,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let fig = heatmap(&array![[0.4, 0.6]]).col_labels(&["Thinking", "Machines"]);
     /// assert!(fig.to_svg().contains("Machines"));
@@ -395,6 +407,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// assert!(heatmap(&array![[1.0]]).title("softmax(QKᵀ/√d)").to_svg().contains("softmax"));
     /// ```
@@ -407,6 +420,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let with = heatmap(&array![[1.0]]).size()?;
     /// let without = heatmap(&array![[1.0]]).colorbar(false).size()?;
@@ -423,6 +437,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let fig = heatmap(&array![[0.25]]).colorbar(false);
     /// assert!(fig.to_svg().contains("0.25"));
@@ -438,6 +453,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// assert!(heatmap(&array![[0.125]]).decimals(3).to_svg().contains("0.125"));
     /// ```
@@ -451,6 +467,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let svg = heatmap(&array![[-2.0, 2.0]]).range(-2.0, 2.0).to_svg();
     /// assert!(svg.contains("-2.00"));
@@ -465,6 +482,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let svg = heatmap(&array![[3.0, 7.0]]).auto_range().to_svg();
     /// assert!(svg.contains("7.00"));
@@ -478,6 +496,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let x = array![[1.0, 0.0], [0.0, 1.0]];
     /// let heads = vec![Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?; 2];
@@ -497,6 +516,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let small = heatmap(&array![[1.0]]).cell_size(20).colorbar(false).size()?;
     /// let large = heatmap(&array![[1.0]]).cell_size(80).colorbar(false).size()?;
@@ -517,6 +537,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let (w, h) = heatmap(&array![[1.0, 0.0]]).size()?;
     /// assert!(w > h);
@@ -532,6 +553,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let fig = heatmap(&array![[0.2, 0.8]]).png_scale(3);
     /// let (w, h) = fig.size()?;
@@ -551,6 +573,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let fig = heatmap(&array![[0.2, 0.8]]);
     /// let (w, h) = fig.size()?;
@@ -570,6 +593,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let err = heatmap(&array![[1.0]]).labels(&["a", "b"]).render_svg().unwrap_err();
     /// assert_eq!(err.to_string(), "2 row labels for a matrix with 1 rows");
@@ -591,6 +615,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let svg = heatmap(&array![[0.1, 0.9]]).to_svg();
     /// assert!(svg.starts_with("<svg") && svg.contains("0.90"));
@@ -610,6 +635,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let png = heatmap(&array![[0.2, 0.8]]).to_png()?;
     /// assert_eq!(&png[1..4], b"PNG");
@@ -645,6 +671,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let path = std::env::temp_dir().join(format!("doc-{}.svg", std::process::id()));
     /// heatmap(&array![[0.3, 0.7]]).save_svg(&path)?;
@@ -667,6 +694,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// let path = std::env::temp_dir().join(format!("doc-{}.png", std::process::id()));
     /// heatmap(&array![[0.3, 0.7]]).save_png(&path)?;
@@ -686,6 +714,7 @@ impl Figure {
     ///
     /// ```
     /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
     ///
     /// heatmap(&array![[0.5, 0.5]]).evcxr_display(); // prints EVCXR_BEGIN_CONTENT text/html …
     /// ```

@@ -1,10 +1,10 @@
 //! Attention pictures: SVG structure (cells, labels, values, colour bar), PNG size and content,
 //! and error messages.
-#![cfg(feature = "plot")]
 
 use std::path::Path;
 
 use attention_lab::prelude::*;
+use attention_lab_plot::*;
 
 /// A rectangle of the SVG: x, y, width, height, fill.
 #[derive(Debug, Clone, PartialEq)]
