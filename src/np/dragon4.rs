@@ -233,23 +233,14 @@ pub fn dragon4(v: Decomposed, mode: Cutoff, cutoff_max: i32, cutoff_min: i32) ->
     let mut scale;
     let mut margin_low;
     // Scale everything by 2 (or 4 for unequal margins) so margins stay integral.
-    if v.unequal_margins {
-        if e > 0 {
-            value.shl((e + 2) as u32);
-            scale = Big::from_u64(4);
-            margin_low = Big::pow2(e as u32);
-        } else {
-            value.shl(2);
-            scale = Big::pow2((-e + 2) as u32);
-            margin_low = Big::from_u64(1);
-        }
-    } else if e > 0 {
-        value.shl((e + 1) as u32);
-        scale = Big::from_u64(2);
+    let extra = if v.unequal_margins { 2 } else { 1 };
+    if e > 0 {
+        value.shl((e + extra) as u32);
+        scale = Big::pow2(extra as u32);
         margin_low = Big::pow2(e as u32);
     } else {
-        value.shl(1);
-        scale = Big::pow2((-e + 1) as u32);
+        value.shl(extra as u32);
+        scale = Big::pow2((-e + extra) as u32);
         margin_low = Big::from_u64(1);
     }
     let high_of = |low: &Big| {
