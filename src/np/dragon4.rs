@@ -374,6 +374,23 @@ fn trim_fraction(out: &mut String, frac_digits: &mut usize, trim: Trim) {
     }
 }
 
+/// The end of the digits after the point, shared by both notations: the point itself unless
+/// trimmed away, `0` after a bare point (`LeaveOneZero`), or zeros up to `precision` (`Keep`).
+/// Returns the new number of fraction digits.
+fn finish_fraction(out: &mut String, mut frac: usize, trim: Trim, precision: i32) -> usize {
+    if trim != Trim::DptZeros && frac == 0 {
+        out.push('.');
+    }
+    if trim == Trim::LeaveOneZero && frac == 0 {
+        out.push('0');
+        frac = 1;
+    } else if trim == Trim::Keep && precision > frac as i32 {
+        out.extend(std::iter::repeat_n('0', precision as usize - frac));
+        frac = precision as usize;
+    }
+    frac
+}
+
 /// NumPy's `format_float_positional` (unique=True, fractional=True, sign='-').
 /// `precision` < 0 means unlimited; pads are ignored when negative.
 #[allow(clippy::too_many_arguments)]
@@ -415,19 +432,7 @@ pub fn positional(
         out.extend(digits.iter().map(|&d| d as char));
         frac = digits.len() + zeros;
     }
-    if trim != Trim::DptZeros && frac == 0 {
-        out.push('.');
-    }
-    if trim == Trim::LeaveOneZero && frac == 0 {
-        out.push('0');
-        frac = 1;
-    } else if trim == Trim::Keep && precision > frac as i32 {
-        if frac == 0 && !out.ends_with('.') {
-            out.push('.');
-        }
-        out.extend(std::iter::repeat_n('0', precision as usize - frac));
-        frac = precision as usize;
-    }
+    frac = finish_fraction(&mut out, frac, trim, precision);
     if precision >= 0 {
         trim_fraction(&mut out, &mut frac, trim);
     }
@@ -469,16 +474,7 @@ pub fn scientific(
         out.push('.');
         out.extend(digits[1..].iter().map(|&d| d as char));
     }
-    if trim != Trim::DptZeros && frac == 0 {
-        out.push('.');
-    }
-    if trim == Trim::LeaveOneZero && frac == 0 {
-        out.push('0');
-        frac = 1;
-    } else if trim == Trim::Keep && precision > frac as i32 {
-        out.extend(std::iter::repeat_n('0', precision as usize - frac));
-        frac = precision as usize;
-    }
+    frac = finish_fraction(&mut out, frac, trim, precision);
     if precision >= 0 {
         trim_fraction(&mut out, &mut frac, trim);
     }
