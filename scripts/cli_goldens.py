@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the inputs and NumPy's expected outputs for the CLI tests into cli/tests/data/.
 
-Run: /work/main/.venv/bin/python scripts/cli_goldens.py
+Run: .venv/bin/python scripts/cli_goldens.py
 Deterministic (fixed seeds); rerunning rewrites the same bytes.
 
 - show/: .npy files (float64, float32, int64, int32, bool; 0-D to 3-D; C and Fortran order;
@@ -20,6 +20,7 @@ import os
 import shutil
 from contextlib import redirect_stdout
 
+import repo_venv  # noqa: F401  (re-runs this script under the repository's .venv)
 import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli", "tests", "data")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write NumPy's printed output for random arrays into tests/data/np_print/ (golden files).
 
-Run: /work/main/.venv/bin/python scripts/numpy_print_goldens.py
+Run: .venv/bin/python scripts/numpy_print_goldens.py
 Deterministic (fixed seed). Inputs are stored bit-exactly: f64 as 16 hex digits of the IEEE
 bits, f32 as 8, integers as JSON numbers, bools as 0/1. Arrays are rebuilt by cycling the stored
 values to the full shape (np.resize), which keeps large summarised arrays small on disk.
@@ -12,6 +12,7 @@ import os
 import struct
 import sys
 
+import repo_venv  # noqa: F401  (re-runs this script under the repository's .venv)
 import numpy as np
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "np_print")

@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    /work/main/.venv/bin/python scripts/numpy_random_goldens.py
+    .venv/bin/python scripts/numpy_random_goldens.py
 
 Writes tests/data/np_random/random_state.json (np.random.RandomState / np.random.seed)
 and tests/data/np_random/generator.json (np.random.default_rng). Floats are stored as
@@ -16,6 +16,7 @@ import json
 import pathlib
 import struct
 
+import repo_venv  # noqa: F401  (re-runs this script under the repository's .venv)
 import numpy as np
 
 OUT_DIR = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "np_random"

@@ -9,6 +9,7 @@ import json
 import pathlib
 import sys
 
+import repo_venv  # noqa: F401  (re-runs this script under the repository's .venv)
 import numpy as np
 import scipy
 from scipy.special import softmax as scipy_softmax

@@ -13,6 +13,7 @@ import pathlib
 import sys
 from contextlib import redirect_stdout
 
+import repo_venv  # noqa: F401  (re-runs this script under the repository's .venv)
 import numpy as np
 from scipy.special import softmax as scipy_softmax
 

@@ -73,6 +73,12 @@ pub enum AttentionError {
     },
     /// A multi-head layer was given no heads.
     NoHeads,
+    /// A matrix to be made is larger than memory can hold (more than `isize::MAX` bytes, or
+    /// more than the allocator could give).
+    TooLarge {
+        /// The matrix that was to be made, with the shape asked for.
+        matrix: Operand,
+    },
 }
 
 impl AttentionError {
@@ -104,6 +110,14 @@ impl fmt::Display for AttentionError {
                      the rows of W_O must equal the total width of the heads' values",
                     parts.join(" + "),
                     widths.iter().sum::<usize>()
+                )
+            }
+            AttentionError::TooLarge { matrix } => {
+                let Operand { name, rows, cols } = matrix;
+                let bytes = *rows as u128 * *cols as u128 * std::mem::size_of::<f64>() as u128;
+                write!(
+                    f,
+                    "{name} would be {rows}x{cols}, {bytes} bytes: more than memory can hold"
                 )
             }
             AttentionError::NoHeads => {

@@ -22,15 +22,27 @@
 //! # Ok::<(), AttentionError>(())
 //! ```
 //!
-//! Modules, one concept each: [`softmax`], [`attention`], [`heads`], [`init`] (ndarray-rand
-//! starting values), [`np`] (NumPy printing, rounding and random streams), [`error`].
+//! Modules, one concept each: [`softmax`], [`attention`], [`mask`] (causal, padding and
+//! other masks), [`position`] (sinusoidal positional encoding), [`heads`], [`stream`] (attention
+//! without the N x N matrix), [`init`] (ndarray-rand starting values), [`np`] (NumPy
+//! printing, rounding and random streams), [`error`], [`html`] (escaping for HTML and SVG text), [`answers`] (a student's answers for
+//! `attention-lab grade`).
 //! Heatmaps are in the companion crate `attention-lab-plot` (workspace member `plot/`).
 //! Everything is `f64` and concrete, so notebook cells that call it compile fast.
 
+pub mod answers;
 pub mod attention;
 pub mod error;
 pub mod heads;
+pub mod html;
 pub mod init;
+pub mod mask;
 pub mod np;
+pub mod position;
 pub mod prelude;
 pub mod softmax;
+pub mod stream;
+
+// Links the system's OpenBLAS for ndarray's products when the `blas` feature is on.
+#[cfg(feature = "blas")]
+extern crate blas_src;

@@ -9,15 +9,21 @@
 //! # Ok::<(), AttentionError>(())
 //! ```
 
+pub use crate::answers::{answers_json, write_answers};
 pub use crate::attention::{
-    scaled_dot_product_attention, scaled_dot_product_attention_with, Attention,
+    scaled_dot_product_attention, scaled_dot_product_attention_masked,
+    scaled_dot_product_attention_with, Attention,
 };
 pub use crate::error::{AttentionError, Operand};
 pub use crate::heads::{Head, HeadOutput, MultiHead, MultiHeadOutput};
+pub use crate::html;
 pub use crate::init::{random_embeddings, random_projection};
+pub use crate::mask::Mask;
 pub use crate::np;
 pub use crate::np::*;
+pub use crate::position::positional_encoding;
 pub use crate::softmax::{softmax, softmax_naive, Softmax};
+pub use crate::stream::{streaming_attention, Streaming};
 pub use ndarray::{array, concatenate, s, Array, Array1, Array2, ArrayD, ArrayView2, Axis};
 pub use ndarray_rand::rand::rngs::StdRng;
 pub use ndarray_rand::rand::SeedableRng;

@@ -222,9 +222,15 @@ pub enum Cutoff {
     Total,
 }
 
-/// Shortest-unique digits, limited by `cutoff_max` and extended to `cutoff_min` (negative = none).
+/// Shortest-unique digits, limited to `cutoff_max` digits and extended to `cutoff_min` digits
+/// (counted as `mode` says; `None`: no limit, no extension).
 /// Returns ASCII digits and the decimal exponent of the first digit.
-pub fn dragon4(v: Decomposed, mode: Cutoff, cutoff_max: i32, cutoff_min: i32) -> (Vec<u8>, i32) {
+pub fn dragon4(
+    v: Decomposed,
+    mode: Cutoff,
+    cutoff_max: Option<i32>,
+    cutoff_min: Option<i32>,
+) -> (Vec<u8>, i32) {
     if v.mantissa == 0 {
         return (vec![b'0'], 0);
     }
@@ -254,8 +260,10 @@ pub fn dragon4(v: Decomposed, mode: Cutoff, cutoff_max: i32, cutoff_min: i32) ->
     let log10_2 = std::f64::consts::LOG10_2;
     let mut digit_exp = (((v.mantissa_bit + e) as f64) * log10_2 - 0.69).ceil() as i32;
     // Numbers far below the fraction cutoff only need the cutoff digit.
-    if cutoff_max >= 0 && mode == Cutoff::Fraction && digit_exp <= -cutoff_max {
-        digit_exp = -cutoff_max + 1;
+    if let (Some(cutoff_max), Cutoff::Fraction) = (cutoff_max, mode) {
+        if digit_exp <= -cutoff_max {
+            digit_exp = -cutoff_max + 1;
+        }
     }
     if digit_exp > 0 {
         scale.mul_pow10(digit_exp as u32);
@@ -271,7 +279,7 @@ pub fn dragon4(v: Decomposed, mode: Cutoff, cutoff_max: i32, cutoff_min: i32) ->
     }
 
     let mut cutoff_max_exp = digit_exp - BUFFER_SIZE;
-    if cutoff_max >= 0 {
+    if let Some(cutoff_max) = cutoff_max {
         let want = match mode {
             Cutoff::Total => digit_exp - cutoff_max,
             Cutoff::Fraction => -cutoff_max,
@@ -279,7 +287,7 @@ pub fn dragon4(v: Decomposed, mode: Cutoff, cutoff_max: i32, cutoff_min: i32) ->
         cutoff_max_exp = cutoff_max_exp.max(want);
     }
     let mut cutoff_min_exp = digit_exp;
-    if cutoff_min >= 0 {
+    if let Some(cutoff_min) = cutoff_min {
         let want = match mode {
             Cutoff::Total => digit_exp - cutoff_min,
             Cutoff::Fraction => -cutoff_min,
@@ -340,9 +348,10 @@ pub fn dragon4(v: Decomposed, mode: Cutoff, cutoff_max: i32, cutoff_min: i32) ->
 }
 
 /// How trailing zeros are treated, as NumPy's `trim` argument.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Trim {
-    /// 'k': keep, pad zeros up to the precision.
+    /// 'k': keep, pad zeros up to the precision (NumPy's default).
+    #[default]
     Keep,
     /// '.': trim zeros, keep the point.
     Zeros,
@@ -377,33 +386,63 @@ fn trim_fraction(out: &mut String, frac_digits: &mut usize, trim: Trim) {
 /// The end of the digits after the point, shared by both notations: the point itself unless
 /// trimmed away, `0` after a bare point (`LeaveOneZero`), or zeros up to `precision` (`Keep`).
 /// Returns the new number of fraction digits.
-fn finish_fraction(out: &mut String, mut frac: usize, trim: Trim, precision: i32) -> usize {
+fn finish_fraction(out: &mut String, mut frac: usize, trim: Trim, precision: Option<i32>) -> usize {
     if trim != Trim::DptZeros && frac == 0 {
         out.push('.');
     }
     if trim == Trim::LeaveOneZero && frac == 0 {
         out.push('0');
         frac = 1;
-    } else if trim == Trim::Keep && precision > frac as i32 {
-        out.extend(std::iter::repeat_n('0', precision as usize - frac));
-        frac = precision as usize;
+    } else if trim == Trim::Keep {
+        if let Some(precision) = precision.filter(|&p| p > frac as i32) {
+            out.extend(std::iter::repeat_n('0', precision as usize - frac));
+            frac = precision as usize;
+        }
     }
     frac
 }
 
+/// The keyword arguments of NumPy's `format_float_positional` and `format_float_scientific`
+/// (unique=True, sign='-'); `None` is NumPy's `None`, and `Default` gives NumPy's defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FloatOptions {
+    /// At most this many digits after the point (`None`: as many as the shortest repr needs).
+    pub precision: Option<usize>,
+    /// At least this many digits after the point, beyond the shortest repr.
+    pub min_digits: Option<usize>,
+    /// What happens to trailing zeros and the point.
+    pub trim: Trim,
+    /// Spaces on the left up to this many characters before the point.
+    pub pad_left: Option<usize>,
+    /// Spaces on the right up to this many characters after the point (positional only).
+    pub pad_right: Option<usize>,
+    /// At least this many exponent digits, at most 5 (scientific only; `None`: 2).
+    pub exp_digits: Option<usize>,
+}
+
+/// A digit count in the i32 arithmetic of [`dragon4`]; beyond a quarter of i32 every count
+/// means the same (far more digits than any float has).
+fn count(n: usize) -> i32 {
+    n.min(i32::MAX as usize / 4) as i32
+}
+
+/// Left-pads `out` with spaces so that `left` characters before the point become `pad_left`.
+fn pad_to_left(out: String, left: i32, pad_left: Option<usize>) -> String {
+    match pad_left.map(count) {
+        Some(pad_left) if pad_left > left => {
+            let mut s = " ".repeat((pad_left - left) as usize);
+            s.push_str(&out);
+            s
+        }
+        _ => out,
+    }
+}
+
 /// NumPy's `format_float_positional` (unique=True, fractional=True, sign='-').
-/// `precision` < 0 means unlimited; pads are ignored when negative.
-#[allow(clippy::too_many_arguments)]
-pub fn positional(
-    v: Decomposed,
-    negative: bool,
-    precision: i32,
-    min_digits: i32,
-    trim: Trim,
-    pad_left: i32,
-    pad_right: i32,
-) -> String {
-    let (digits, exp) = dragon4(v, Cutoff::Fraction, precision, min_digits);
+pub fn positional(v: Decomposed, negative: bool, opts: &FloatOptions) -> String {
+    let precision = opts.precision.map(count);
+    let trim = opts.trim;
+    let (digits, exp) = dragon4(v, Cutoff::Fraction, precision, opts.min_digits.map(count));
     let mut out = String::with_capacity(digits.len() + 8);
     if negative {
         out.push('-');
@@ -433,37 +472,30 @@ pub fn positional(
         frac = digits.len() + zeros;
     }
     frac = finish_fraction(&mut out, frac, trim, precision);
-    if precision >= 0 {
+    if precision.is_some() {
         trim_fraction(&mut out, &mut frac, trim);
     }
-    if pad_right >= frac as i32 {
+    if let Some(pad_right) = opts.pad_right.filter(|&p| p >= frac) {
         if trim == Trim::DptZeros && frac == 0 {
             out.push(' ');
         }
-        out.extend(std::iter::repeat_n(' ', (pad_right - frac as i32) as usize));
+        out.extend(std::iter::repeat_n(' ', pad_right - frac));
     }
-    let left = whole + negative as i32;
-    if pad_left > left {
-        let mut s = " ".repeat((pad_left - left) as usize);
-        s.push_str(&out);
-        out = s;
-    }
-    out
+    pad_to_left(out, whole + negative as i32, opts.pad_left)
 }
 
 /// NumPy's `format_float_scientific` (unique=True, sign='-').
-/// `exp_digits` < 0 means the default of at least two exponent digits.
-pub fn scientific(
-    v: Decomposed,
-    negative: bool,
-    precision: i32,
-    min_digits: i32,
-    trim: Trim,
-    pad_left: i32,
-    exp_digits: i32,
-) -> String {
-    let cut = |p: i32| if p < 0 { -1 } else { p.saturating_add(1) };
-    let (digits, exp) = dragon4(v, Cutoff::Total, cut(precision), cut(min_digits));
+pub fn scientific(v: Decomposed, negative: bool, opts: &FloatOptions) -> String {
+    let precision = opts.precision.map(count);
+    let trim = opts.trim;
+    // Scientific notation counts the digit before the point too.
+    let total = |p: Option<usize>| p.map(|p| count(p).saturating_add(1));
+    let (digits, exp) = dragon4(
+        v,
+        Cutoff::Total,
+        total(opts.precision),
+        total(opts.min_digits),
+    );
     let mut out = String::with_capacity(digits.len() + 10);
     if negative {
         out.push('-');
@@ -475,16 +507,11 @@ pub fn scientific(
         out.extend(digits[1..].iter().map(|&d| d as char));
     }
     frac = finish_fraction(&mut out, frac, trim, precision);
-    if precision >= 0 {
+    if precision.is_some() {
         trim_fraction(&mut out, &mut frac, trim);
     }
-    let left = 1 + negative as i32;
-    if pad_left > left {
-        let mut s = " ".repeat((pad_left - left) as usize);
-        s.push_str(&out);
-        out = s;
-    }
-    let exp_digits = if exp_digits < 0 { 2 } else { exp_digits.min(5) } as usize;
+    let mut out = pad_to_left(out, 1 + negative as i32, opts.pad_left);
+    let exp_digits = opts.exp_digits.map_or(2, |d| d.min(5));
     out.push('e');
     out.push(if exp < 0 { '-' } else { '+' });
     let e = exp.unsigned_abs().to_string();

@@ -2,8 +2,10 @@
 //! `numpy/_core/arrayprint.py` (legacy=False). Generic entry points convert to [`NpData`] first
 //! so this code is compiled once, not in every notebook cell.
 
-use super::dragon4::{decompose_f32, decompose_f64, positional, scientific, Decomposed, Trim};
-use super::print::PrintOptions;
+use super::dragon4::{
+    decompose_f32, decompose_f64, positional, scientific, Decomposed, FloatOptions, Trim,
+};
+use super::options::PrintOptions;
 
 /// Flattened (row-major) element values of one array.
 pub enum Values {
@@ -77,65 +79,70 @@ impl Fl {
     }
 }
 
-/// NumPy's FloatingFormat after `fillFormat`.
+/// NumPy's FloatingFormat after `fillFormat`: the notation, and the keyword arguments every
+/// element of the array is formatted with.
 struct FloatFormat {
     exp: bool,
-    precision: i32,
-    min_digits: i32,
-    trim: Trim,
-    pad_left: i32,
-    pad_right: i32,
-    exp_size: i32,
+    opts: FloatOptions,
 }
 
 impl FloatFormat {
-    fn new(vals: &[Fl], exp: bool, precision: i32) -> FloatFormat {
+    fn new(vals: &[Fl], exp: bool, precision: usize) -> FloatFormat {
         let finite: Vec<&Fl> = vals.iter().filter(|v| v.finite()).collect();
-        let mut f = FloatFormat {
-            exp,
-            precision,
-            min_digits: -1,
+        let mut opts = FloatOptions {
+            precision: Some(precision),
             trim: Trim::Zeros,
-            pad_left: 0,
-            pad_right: 0,
-            exp_size: -1,
+            pad_left: Some(0),
+            pad_right: Some(0),
+            ..FloatOptions::default()
+        };
+        // Each value alone, as fillFormat first formats it to measure the widths.
+        let alone = FloatOptions {
+            precision: Some(precision),
+            trim: Trim::Zeros,
+            ..FloatOptions::default()
         };
         if finite.is_empty() {
             // Nothing to measure; only the nan/inf widths below apply.
         } else if exp {
             let (mut int_w, mut frac_w, mut exp_w) = (0, 0, 0);
             for v in &finite {
-                let s = scientific(v.d, v.neg, precision, -1, Trim::Zeros, -1, -1);
+                let s = scientific(v.d, v.neg, &alone);
                 let (mant, e) = s.split_once('e').unwrap_or((&s, ""));
                 let (i, fr) = mant.split_once('.').unwrap_or((mant, ""));
                 int_w = int_w.max(i.len());
                 frac_w = frac_w.max(fr.len());
                 exp_w = exp_w.max(e.len());
             }
-            f.exp_size = exp_w as i32 - 1;
-            f.trim = Trim::Keep;
-            f.precision = frac_w as i32;
-            f.min_digits = frac_w as i32;
-            f.pad_left = int_w as i32;
-            f.pad_right = f.exp_size + 2 + f.precision;
+            let exp_size = exp_w.saturating_sub(1);
+            opts = FloatOptions {
+                precision: Some(frac_w),
+                min_digits: Some(frac_w),
+                trim: Trim::Keep,
+                pad_left: Some(int_w),
+                pad_right: Some(exp_size + 2 + frac_w),
+                exp_digits: Some(exp_size),
+            };
         } else {
             let (mut int_w, mut frac_w) = (0, 0);
             for v in &finite {
-                let s = positional(v.d, v.neg, precision, -1, Trim::Zeros, -1, -1);
+                let s = positional(v.d, v.neg, &alone);
                 let (i, fr) = s.split_once('.').unwrap_or((&s, ""));
                 int_w = int_w.max(i.len());
                 frac_w = frac_w.max(fr.len());
             }
-            f.pad_left = int_w as i32;
-            f.pad_right = frac_w as i32;
-            f.min_digits = 0;
+            opts.pad_left = Some(int_w);
+            opts.pad_right = Some(frac_w);
+            opts.min_digits = Some(0);
         }
         if finite.len() != vals.len() {
-            let neginf = vals.iter().any(|v| v.inf && v.neg) as i32;
-            let offset = f.pad_right + 1;
-            f.pad_left = f.pad_left.max(3 - offset).max(3 + neginf - offset);
+            // Room for "nan", "inf" or "-inf" in the whole width.
+            let neginf = vals.iter().any(|v| v.inf && v.neg) as usize;
+            let offset = opts.pad_right.unwrap_or(0) + 1;
+            let need = (3 + neginf).saturating_sub(offset);
+            opts.pad_left = opts.pad_left.map(|p| p.max(need));
         }
-        f
+        FloatFormat { exp, opts }
     }
 
     fn format(&self, v: &Fl) -> String {
@@ -147,29 +154,13 @@ impl FloatFormat {
             } else {
                 "inf"
             };
-            let width = (self.pad_left + self.pad_right + 1).max(0) as usize;
+            let width = self.opts.pad_left.unwrap_or(0) + self.opts.pad_right.unwrap_or(0) + 1;
             return format!("{s:>width$}");
         }
         if self.exp {
-            scientific(
-                v.d,
-                v.neg,
-                self.precision,
-                self.min_digits,
-                self.trim,
-                self.pad_left,
-                self.exp_size,
-            )
+            scientific(v.d, v.neg, &self.opts)
         } else {
-            positional(
-                v.d,
-                v.neg,
-                self.precision,
-                self.min_digits,
-                self.trim,
-                self.pad_left,
-                self.pad_right,
-            )
+            positional(v.d, v.neg, &self.opts)
         }
     }
 }
@@ -192,17 +183,13 @@ fn exp_format(vals: impl Iterator<Item = f64>, suppress: bool, is_f32: bool) -> 
     max >= upper || (!suppress && (min < small || ratio > 1e3))
 }
 
-fn clamp_i32(x: usize) -> i32 {
-    x.min(i32::MAX as usize / 4) as i32
-}
-
 /// Element formatter for the selected positions (flat offsets) of the array.
 fn element_formatter<'a>(
     data: &'a NpData,
     picked: &[usize],
     opts: &PrintOptions,
 ) -> Box<dyn Fn(usize) -> String + 'a> {
-    let precision = clamp_i32(opts.precision);
+    let precision = opts.precision;
     match &data.values {
         Values::F64(v) => {
             let sel: Vec<f64> = picked.iter().map(|&i| v[i]).collect();
@@ -432,9 +419,25 @@ fn scalar_float_str(v: &Fl, abs: f64, upper: f64) -> String {
         return if v.neg { "-inf" } else { "inf" }.into();
     }
     if abs == 0.0 || (1e-4..upper).contains(&abs) {
-        positional(v.d, v.neg, -1, -1, Trim::LeaveOneZero, -1, -1)
+        let trim = Trim::LeaveOneZero;
+        positional(
+            v.d,
+            v.neg,
+            &FloatOptions {
+                trim,
+                ..FloatOptions::default()
+            },
+        )
     } else {
-        scientific(v.d, v.neg, -1, -1, Trim::DptZeros, -1, -1)
+        let trim = Trim::DptZeros;
+        scientific(
+            v.d,
+            v.neg,
+            &FloatOptions {
+                trim,
+                ..FloatOptions::default()
+            },
+        )
     }
 }
 
@@ -516,11 +519,7 @@ pub fn shape_repr(shape: &[usize]) -> String {
 /// One formatted element per cell, for the HTML view of a notebook output.
 pub fn html_table(data: &NpData, opts: &PrintOptions) -> String {
     let size = data.size();
-    let escaped = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-    };
+    let escaped = crate::html::escape;
     if data.shape.len() > 2 || size > opts.threshold || size == 0 {
         return format!("<pre>{}</pre>", escaped(&array_repr(data, opts)));
     }
