@@ -3,6 +3,7 @@
 use ndarray::{Array2, ArrayView2};
 
 use crate::error::{AttentionError, Operand};
+use crate::mask::{zero_blocked_rows, Mask};
 use crate::softmax::Softmax;
 
 /// Every step of one scaled dot-product attention.
@@ -66,7 +67,35 @@ pub fn scaled_dot_product_attention_with<'a>(
     v: impl Into<ArrayView2<'a, f64>>,
     softmax: Softmax,
 ) -> Result<Attention, AttentionError> {
-    attend(q.into(), k.into(), v.into(), softmax)
+    attend(q.into(), k.into(), v.into(), softmax, None)
+}
+
+/// [`scaled_dot_product_attention`] with a [`Mask`] added to the scores before the softmax.
+///
+/// `scores` then holds the masked scores (`-inf` where blocked), as the softmax sees them.
+/// A query whose every key is blocked gets zero weights and a zero output row (see
+/// [`crate::mask`] for what PyTorch, d2l and burn give instead).
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let x = array![[1.0, 0.0], [0.0, 1.0]];
+/// let a = scaled_dot_product_attention_masked(&x, &x, &x, &Mask::causal(2))?;
+/// assert_eq!(a.weights[[0, 1]], 0.0);
+/// assert_eq!(a.output.row(0), x.row(0));
+/// # Ok::<(), AttentionError>(())
+/// ```
+///
+/// # Errors
+/// As [`scaled_dot_product_attention`], and [`AttentionError::Mismatch`] when the mask is not
+/// queries x keys.
+pub fn scaled_dot_product_attention_masked<'a>(
+    q: impl Into<ArrayView2<'a, f64>>,
+    k: impl Into<ArrayView2<'a, f64>>,
+    v: impl Into<ArrayView2<'a, f64>>,
+    mask: &Mask,
+) -> Result<Attention, AttentionError> {
+    attend(q.into(), k.into(), v.into(), Softmax::Stable, Some(mask))
 }
 
 pub(crate) fn attend(
@@ -74,6 +103,7 @@ pub(crate) fn attend(
     k: ArrayView2<'_, f64>,
     v: ArrayView2<'_, f64>,
     softmax: Softmax,
+    mask: Option<&Mask>,
 ) -> Result<Attention, AttentionError> {
     if q.ncols() != k.ncols() {
         return Err(AttentionError::mismatch(
@@ -90,8 +120,14 @@ pub(crate) fn attend(
         ));
     }
     let d_k = k.ncols() as f64;
-    let scores = q.dot(&k.t()) / d_k.sqrt();
-    let weights = softmax.apply(&scores);
+    let mut scores = q.dot(&k.t()) / d_k.sqrt();
+    if let Some(mask) = mask {
+        mask.apply(&mut scores)?;
+    }
+    let mut weights = softmax.apply(&scores);
+    if mask.is_some() {
+        zero_blocked_rows(scores.view(), &mut weights);
+    }
     let output = weights.dot(&v);
     Ok(Attention {
         scores,

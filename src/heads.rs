@@ -5,6 +5,7 @@ use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
 use crate::attention::attend;
 use crate::error::{AttentionError, Operand};
+use crate::mask::Mask;
 use crate::softmax::Softmax;
 
 /// One attention head: the projections W_Q, W_K (both d_model x d_k) and W_V (d_model x d_v).
@@ -158,13 +159,37 @@ impl Head {
         &self,
         x: impl Into<ArrayView2<'a, f64>>,
     ) -> Result<HeadOutput, AttentionError> {
-        self.forward_in(x.into(), None)
+        self.forward_in(x.into(), None, None)
+    }
+
+    /// [`Head::forward`] with a [`Mask`] added to the scores; `scores` keeps the masked
+    /// scores, and a query whose every key is blocked gets zero weights and a zero `z` row.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
+    /// let out = head.forward_masked(&array![[1.0, 0.0], [0.0, 1.0]], &Mask::causal(2))?;
+    /// assert_eq!(out.weights.row(0), array![1.0, 0.0]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Head::forward`], and [`AttentionError::Mismatch`] when the mask is not tokens x
+    /// tokens.
+    pub fn forward_masked<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        mask: &Mask,
+    ) -> Result<HeadOutput, AttentionError> {
+        self.forward_in(x.into(), None, Some(mask))
     }
 
     fn forward_in(
         &self,
         x: ArrayView2<'_, f64>,
         head: Option<usize>,
+        mask: Option<&Mask>,
     ) -> Result<HeadOutput, AttentionError> {
         if x.ncols() != self.wq.nrows() {
             return Err(AttentionError::mismatch(
@@ -176,8 +201,8 @@ impl Head {
         let q = x.dot(&self.wq);
         let k = x.dot(&self.wk);
         let v = x.dot(&self.wv);
-        // Shapes were checked in `new` and above, so `attend` cannot fail here.
-        let a = attend(q.view(), k.view(), v.view(), self.softmax)?;
+        // Shapes were checked in `new` and above, so only the mask can fail here.
+        let a = attend(q.view(), k.view(), v.view(), self.softmax, mask)?;
         Ok(HeadOutput {
             q,
             k,
@@ -291,6 +316,60 @@ impl MultiHead {
         MultiHead::new(heads, wo)
     }
 
+    /// A layer from the weights of PyTorch's `nn.MultiheadAttention(E, h, bias=False)`
+    /// (`kdim` = `vdim` = E). PyTorch keeps each projection as `out x in` and computes
+    /// `x @ W.T`; this library computes `X W`, so every matrix is transposed:
+    ///
+    /// | PyTorch (state_dict key) | shape | here |
+    /// |---|---|---|
+    /// | `in_proj_weight[0:E]` | E x E | W_Q = its transpose, split into `h` column blocks |
+    /// | `in_proj_weight[E:2E]` | E x E | W_K = its transpose, split likewise |
+    /// | `in_proj_weight[2E:3E]` | E x E | W_V = its transpose, split likewise |
+    /// | `out_proj.weight` | E x E | W_O = its transpose |
+    ///
+    /// Head `i` of PyTorch uses columns `i*E/h .. (i+1)*E/h` of each, as [`MultiHead::split`]
+    /// does, and both scale the scores by `1/sqrt(E/h)`.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let in_proj = Array2::from_shape_fn((6, 2), |(i, j)| (i * 2 + j) as f64);
+    /// let layer = MultiHead::from_torch(&in_proj, &Array2::eye(2), 2)?;
+    /// assert_eq!(layer.heads()[0].wk(), &array![[4.0], [5.0]]); // row 2 of in_proj, transposed
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when `in_proj_weight` is not 3E x E for the E of
+    /// `out_proj.weight` (E x E); otherwise as [`MultiHead::split`].
+    pub fn from_torch(
+        in_proj_weight: &Array2<f64>,
+        out_proj_weight: &Array2<f64>,
+        h: usize,
+    ) -> Result<MultiHead, AttentionError> {
+        let e = out_proj_weight.nrows();
+        if out_proj_weight.ncols() != e || in_proj_weight.dim() != (3 * e, e) {
+            return Err(AttentionError::mismatch(
+                Operand::new("in_proj_weight", in_proj_weight.shape()),
+                Operand::new("out_proj.weight", out_proj_weight.shape()),
+                "in_proj_weight must be 3E x E and out_proj.weight E x E",
+            ));
+        }
+        let block = |i: usize| {
+            in_proj_weight
+                .slice(s![i * e..(i + 1) * e, ..])
+                .t()
+                .to_owned()
+        };
+        MultiHead::split(
+            &block(0),
+            &block(1),
+            &block(2),
+            h,
+            Some(out_proj_weight.t().to_owned()),
+        )
+    }
+
     /// The same layer with every head using `softmax`.
     ///
     /// ```
@@ -353,12 +432,43 @@ impl MultiHead {
         &self,
         x: impl Into<ArrayView2<'a, f64>>,
     ) -> Result<MultiHeadOutput, AttentionError> {
-        let x = x.into();
+        self.forward_in(x.into(), None)
+    }
+
+    /// [`MultiHead::forward`] with the same [`Mask`] applied in every head.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(4);
+    /// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
+    /// let x = array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]];
+    /// let out = layer.forward_masked(&x, &Mask::causal(2))?;
+    /// assert_eq!(out.output.row(0), x.row(0)); // token 0 sees only itself
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`MultiHead::forward`], and [`AttentionError::Mismatch`] when the mask is not
+    /// tokens x tokens.
+    pub fn forward_masked<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        mask: &Mask,
+    ) -> Result<MultiHeadOutput, AttentionError> {
+        self.forward_in(x.into(), Some(mask))
+    }
+
+    fn forward_in(
+        &self,
+        x: ArrayView2<'_, f64>,
+        mask: Option<&Mask>,
+    ) -> Result<MultiHeadOutput, AttentionError> {
         let heads = self
             .heads
             .iter()
             .enumerate()
-            .map(|(i, head)| head.forward_in(x, Some(i + 1)))
+            .map(|(i, head)| head.forward_in(x, Some(i + 1), mask))
             .collect::<Result<Vec<_>, _>>()?;
         let zs: Vec<ArrayView2<'_, f64>> = heads.iter().map(|h| h.z.view()).collect();
         // Every z has x's rows, so the concatenation cannot fail.

@@ -1,0 +1,91 @@
+"""Writes tests/data/torch/masks.json: PyTorch's nn.MultiheadAttention (no biases, float64, CPU)
+with causal, key-padding and combined masks on batches of 1 to 3, its weights per head and
+averaged; F.scaled_dot_product_attention on a fully masked row; and the sinusoidal positional
+encoding computed as the Annotated Transformer does. Records torch's version.
+
+Run from the repository root: .venv/bin/python scripts/torch_goldens.py
+"""
+import json
+import math
+import pathlib
+
+import repo_venv  # noqa: F401  (re-runs this script under the repository's .venv)
+import torch
+import torch.nn.functional as F
+
+OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "torch"
+
+
+def rows(t):
+    return t.detach().tolist()
+
+
+def mha_case(name, batch, tokens, e, h, causal, padded, seed):
+    gen = torch.Generator().manual_seed(seed)
+    mha = torch.nn.MultiheadAttention(e, h, bias=False, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.randn(3 * e, e, generator=gen, dtype=torch.float64))
+        mha.out_proj.weight.copy_(torch.randn(e, e, generator=gen, dtype=torch.float64))
+    mha.eval()
+    x = torch.randn(batch, tokens, e, generator=gen, dtype=torch.float64)
+    # True = blocked, nn.MultiheadAttention's polarity.
+    attn_mask = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), 1) if causal else None
+    kpm = torch.tensor(padded, dtype=torch.bool) if padded is not None else None
+    with torch.no_grad():
+        out, per_head = mha(x, x, x, attn_mask=attn_mask, key_padding_mask=kpm,
+                            need_weights=True, average_attn_weights=False)
+        out_avg, averaged = mha(x, x, x, attn_mask=attn_mask, key_padding_mask=kpm,
+                                need_weights=True, average_attn_weights=True)
+    assert torch.equal(out, out_avg)
+    return {
+        "name": name, "h": h, "causal": causal, "padded": padded,
+        "in_proj_weight": rows(mha.in_proj_weight), "out_proj_weight": rows(mha.out_proj.weight),
+        "x": rows(x), "output": rows(out), "weights": rows(per_head), "averaged": rows(averaged),
+    }
+
+
+def fully_masked():
+    gen = torch.Generator().manual_seed(7)
+    q = torch.randn(3, 2, generator=gen, dtype=torch.float64)
+    k = torch.randn(4, 2, generator=gen, dtype=torch.float64)
+    v = torch.randn(4, 3, generator=gen, dtype=torch.float64)
+    # SDPA's polarity: True = may attend. Query 1 may attend to nothing.
+    allowed = torch.tensor([[True, True, False, True],
+                            [False, False, False, False],
+                            [True, False, True, True]])
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+    return {"q": rows(q), "k": rows(k), "v": rows(v), "allowed": allowed.tolist(),
+            "output": rows(out)}
+
+
+def positional(tokens, d):
+    # The Annotated Transformer's form: exp(-log(10000) 2i/d) rather than 10000^(-2i/d).
+    pe = torch.zeros(tokens, d, dtype=torch.float64)
+    position = torch.arange(0, tokens, dtype=torch.float64).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d, 2, dtype=torch.float64) * -(math.log(10000.0) / d))
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)
+    return {"tokens": tokens, "d_model": d, "pe": rows(pe)}
+
+
+def main():
+    torch.manual_seed(0)
+    golden = {
+        "torch": torch.__version__,
+        "mha": [
+            mha_case("causal", 1, 4, 4, 2, True, None, 1),
+            mha_case("padding", 3, 4, 6, 3, False,
+                     [[False, False, False, True], [False, False, True, True],
+                      [False, False, False, False]], 2),
+            mha_case("causal_padding", 2, 5, 4, 2, True,
+                     [[False, False, False, False, True], [False, False, False, True, True]], 3),
+        ],
+        "sdpa_fully_masked": fully_masked(),
+        "positional": positional(50, 16),
+    }
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "masks.json").write_text(json.dumps(golden) + "\n")
+
+
+if __name__ == "__main__":
+    main()

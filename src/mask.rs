@@ -1,0 +1,195 @@
+//! Attention masks: which keys each query may not look at.
+//!
+//! A [`Mask`] is an additive matrix, one row per query and one column per key, added to the
+//! scores before the softmax: `0.0` leaves a score alone, `-inf` blocks it. Boolean masks use
+//! the polarity of PyTorch's `nn.MultiheadAttention`: `true` means *blocked*, and the
+//! constructor says so in its name ([`Mask::from_blocked`]). (PyTorch's
+//! `F.scaled_dot_product_attention` uses the opposite polarity: there `True` means "may
+//! attend".)
+//!
+//! # A fully masked row
+//!
+//! When every key of a query is blocked, this library gives that query **zero weights and a
+//! zero output row**. The references disagree here:
+//!
+//! | library | fully masked row gives |
+//! |---|---|
+//! | attention-lab | weights 0, output 0 |
+//! | PyTorch `nn.MultiheadAttention` | NaN (pytorch issue #41508) |
+//! | PyTorch `F.scaled_dot_product_attention` (2.5 and later) | weights 0, output 0 |
+//! | d2l.ai `masked_softmax` (fills with -1e6) | uniform weights 1/n |
+//! | burn `MultiHeadAttention` (fills with -1e4) | uniform weights 1/n |
+//!
+//! To reproduce d2l's or burn's numbers, use [`Mask::with_fill`] with their fill value.
+
+use ndarray::{Array2, ArrayView2};
+
+use crate::error::{AttentionError, Operand};
+
+/// An additive mask over the scores: `0.0` where a query may attend, `-inf` where it may not.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let mask = Mask::causal(3);
+/// assert!(mask.is_blocked(0, 1));
+/// assert!(!mask.is_blocked(2, 0));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mask {
+    additive: Array2<f64>,
+    // Some(f): blocked scores are replaced by f (d2l, burn) instead of getting -inf added.
+    fill: Option<f64>,
+}
+
+impl Mask {
+    /// The decoder's mask: query `i` may attend to keys `0..=i` only (the Annotated
+    /// Transformer's `subsequent_mask`, PyTorch's `is_causal=True`).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let mask = Mask::causal(2);
+    /// assert_eq!(mask.additive(), &array![[0.0, f64::NEG_INFINITY], [0.0, 0.0]]);
+    /// ```
+    pub fn causal(n: usize) -> Mask {
+        Mask::from_blocked(&Array2::from_shape_fn((n, n), |(i, j)| j > i))
+    }
+
+    /// Blocks the keys marked `true` in `padded` for every one of `queries` queries: the mask
+    /// of one batch item, PyTorch's `key_padding_mask[b]` (where `True` means padding).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let mask = Mask::key_padding(2, &[false, false, true]);
+    /// assert!(mask.is_blocked(0, 2) && mask.is_blocked(1, 2));
+    /// assert!(!mask.is_blocked(1, 1));
+    /// ```
+    pub fn key_padding(queries: usize, padded: &[bool]) -> Mask {
+        Mask::from_blocked(&Array2::from_shape_fn((queries, padded.len()), |(_, j)| {
+            padded[j]
+        }))
+    }
+
+    /// A boolean mask where `true` means **blocked**, as in `nn.MultiheadAttention`'s
+    /// `attn_mask` (not as in `F.scaled_dot_product_attention`, where `True` means allowed).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let mask = Mask::from_blocked(&array![[false, true]]);
+    /// assert_eq!(mask.additive(), &array![[0.0, f64::NEG_INFINITY]]);
+    /// ```
+    pub fn from_blocked(blocked: &Array2<bool>) -> Mask {
+        Mask::additive_from(blocked.mapv(|b| if b { f64::NEG_INFINITY } else { 0.0 }))
+    }
+
+    /// A float mask added to the scores as it is (PyTorch's float `attn_mask`).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let mask = Mask::additive_from(array![[0.0, -1.0]]);
+    /// assert!(!mask.is_blocked(0, 1)); // only -inf blocks
+    /// ```
+    pub fn additive_from(additive: Array2<f64>) -> Mask {
+        Mask {
+            additive,
+            fill: None,
+        }
+    }
+
+    /// Both masks at once: blocked where either blocks (their sum).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let both = Mask::causal(2).and(&Mask::key_padding(2, &[true, false]))?;
+    /// assert!(both.is_blocked(0, 0) && both.is_blocked(0, 1) && !both.is_blocked(1, 1));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when the two masks have different shapes.
+    pub fn and(&self, other: &Mask) -> Result<Mask, AttentionError> {
+        if self.additive.dim() != other.additive.dim() {
+            return Err(AttentionError::mismatch(
+                Operand::new("the first mask", self.additive.shape()),
+                Operand::new("the second mask", other.additive.shape()),
+                "masks combined must have the same shape",
+            ));
+        }
+        Ok(Mask {
+            additive: &self.additive + &other.additive,
+            fill: self.fill.or(other.fill),
+        })
+    }
+
+    /// The same mask, but a blocked score is *replaced* by `fill` rather than sent to `-inf`:
+    /// `-1e6` gives d2l's `masked_softmax`, `-1e4` burn's. A fully masked row then comes out
+    /// uniform, and a blocked key keeps a weight of about `exp(fill)`, which underflows to 0
+    /// for these fills.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let d2l = Mask::from_blocked(&array![[true, true]]).with_fill(-1e6);
+    /// let a = scaled_dot_product_attention_masked(&array![[1.0]], &array![[1.0], [2.0]], &array![[1.0], [3.0]], &d2l)?;
+    /// assert_eq!(a.weights, array![[0.5, 0.5]]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn with_fill(&self, fill: f64) -> Mask {
+        Mask {
+            additive: self.additive.clone(),
+            fill: Some(fill),
+        }
+    }
+
+    /// The matrix added to the scores (queries x keys).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(Mask::causal(4).additive().dim(), (4, 4));
+    /// ```
+    pub fn additive(&self) -> &Array2<f64> {
+        &self.additive
+    }
+
+    /// Whether query `i` may not look at key `j` at all.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert!(Mask::causal(2).is_blocked(0, 1));
+    /// ```
+    pub fn is_blocked(&self, i: usize, j: usize) -> bool {
+        self.additive[[i, j]] == f64::NEG_INFINITY
+    }
+
+    /// Masks `scores` (queries x keys) in place.
+    pub(crate) fn apply(&self, scores: &mut Array2<f64>) -> Result<(), AttentionError> {
+        if self.additive.dim() != scores.dim() {
+            return Err(AttentionError::mismatch(
+                Operand::new("the mask", self.additive.shape()),
+                Operand::new("the scores (queries x keys)", scores.shape()),
+                "the mask must have one row per query and one column per key",
+            ));
+        }
+        match self.fill {
+            None => *scores += &self.additive,
+            Some(fill) => scores.zip_mut_with(&self.additive, |s, &m| {
+                *s = if m == f64::NEG_INFINITY { fill } else { *s + m };
+            }),
+        }
+        Ok(())
+    }
+}
+
+/// Sets the weights of every row whose scores are all `-inf` to zero (the softmax gave NaN).
+pub(crate) fn zero_blocked_rows(scores: ArrayView2<'_, f64>, weights: &mut Array2<f64>) {
+    for (s, mut w) in scores.rows().into_iter().zip(weights.rows_mut()) {
+        if s.iter().all(|&x| x == f64::NEG_INFINITY) {
+            w.fill(0.0);
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! The masked layer against PyTorch's own numbers (scripts/torch_goldens.py, float64 on CPU).
+
+mod common;
+
+use std::path::PathBuf;
+
+use attention_lab::prelude::*;
+use common::{assert_close, matrix};
+use serde_json::Value;
+
+fn golden() -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/torch/masks.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn items(v: &Value) -> &Vec<Value> {
+    v.as_array().expect("a list")
+}
+
+/// The mask nn.MultiheadAttention applied to batch item `b`.
+fn torch_mask(case: &Value, b: usize, tokens: usize) -> Mask {
+    let padded: Vec<bool> = match case["padded"].as_array() {
+        Some(p) => items(&p[b]).iter().map(|v| v.as_bool().unwrap()).collect(),
+        None => vec![false; tokens],
+    };
+    let padding = Mask::key_padding(tokens, &padded);
+    if case["causal"].as_bool().unwrap() {
+        Mask::causal(tokens).and(&padding).unwrap()
+    } else {
+        padding
+    }
+}
+
+#[test]
+fn goldens_come_from_torch_2() {
+    assert!(golden()["torch"].as_str().unwrap().starts_with("2."));
+}
+
+#[test]
+fn multihead_attention_with_masks_matches_torch() {
+    let g = golden();
+    for case in items(&g["mha"]) {
+        let name = case["name"].as_str().unwrap();
+        let h = case["h"].as_u64().unwrap() as usize;
+        let layer = MultiHead::from_torch(
+            &matrix(&case["in_proj_weight"]),
+            &matrix(&case["out_proj_weight"]),
+            h,
+        )
+        .unwrap();
+        let batch = items(&case["x"]);
+        assert!((1..=3).contains(&batch.len()));
+        for (b, x) in batch.iter().enumerate() {
+            let x = matrix(x);
+            let out = layer
+                .forward_masked(&x, &torch_mask(case, b, x.nrows()))
+                .unwrap();
+            let what = format!("{name} item {b}");
+            assert_close(&what, &out.output, &matrix(&case["output"][b]));
+            let mut sum = Array2::<f64>::zeros(out.heads[0].weights.dim());
+            for (i, head) in out.heads.iter().enumerate() {
+                let theirs = matrix(&case["weights"][b][i]);
+                assert_close(&format!("{what} head {i} weights"), &head.weights, &theirs);
+                sum += &head.weights;
+            }
+            let averaged = sum / h as f64;
+            assert_close(
+                &format!("{what} averaged weights"),
+                &averaged,
+                &matrix(&case["averaged"][b]),
+            );
+        }
+    }
+}
+
+#[test]
+fn fully_masked_row_matches_sdpa() {
+    let g = &golden()["sdpa_fully_masked"];
+    // SDPA's boolean mask means "may attend": flip it for Mask::from_blocked.
+    let allowed: Vec<Vec<bool>> = serde_json::from_value(g["allowed"].clone()).unwrap();
+    let blocked = Array2::from_shape_fn((allowed.len(), allowed[0].len()), |(i, j)| !allowed[i][j]);
+    let a = scaled_dot_product_attention_masked(
+        &matrix(&g["q"]),
+        &matrix(&g["k"]),
+        &matrix(&g["v"]),
+        &Mask::from_blocked(&blocked),
+    )
+    .unwrap();
+    assert_close("SDPA output", &a.output, &matrix(&g["output"]));
+    assert!(a.weights.row(1).iter().all(|&w| w == 0.0));
+    assert!(a.output.row(1).iter().all(|&z| z == 0.0));
+}
+
+#[test]
+fn positional_encoding_matches_torch() {
+    let g = &golden()["positional"];
+    let pe = positional_encoding(
+        g["tokens"].as_u64().unwrap() as usize,
+        g["d_model"].as_u64().unwrap() as usize,
+    );
+    assert_close("positional encoding", &pe, &matrix(&g["pe"]));
+}
