@@ -36,19 +36,32 @@ fn load(path: &Path) -> Value {
     serde_json::from_str(&raw).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The seed documents' notebooks; later notebooks (007, ...) go beyond the seeds and have no
+/// NumPy transcript.
+const SEEDS: [&str; 5] = ["000", "001", "002", "003", "004"];
+
+fn number(path: &Path) -> String {
+    path.file_name().unwrap().to_string_lossy()[..3].to_string()
+}
+
 #[test]
 fn every_seed_has_a_notebook() {
-    let names: Vec<String> = notebooks()
-        .iter()
-        .map(|p| p.file_name().unwrap().to_string_lossy()[..3].to_string())
-        .collect();
-    assert_eq!(names, ["000", "001", "002", "003", "004"]);
+    let names: Vec<String> = notebooks().iter().map(|p| number(p)).collect();
+    for seed in SEEDS {
+        assert!(
+            names.iter().any(|n| n == seed),
+            "no notebook {seed}: {names:?}"
+        );
+    }
 }
 
 #[test]
 fn stored_outputs_are_numpys_text() {
     for path in notebooks() {
-        let seed = &path.file_name().unwrap().to_string_lossy()[..3];
+        let seed = &number(&path);
+        if !SEEDS.contains(&seed.as_str()) {
+            continue;
+        }
         let transcript = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join(format!("tests/data/transcripts/{seed}.txt"));
         let numpy = std::fs::read_to_string(&transcript)

@@ -1,0 +1,99 @@
+//! Forward pass of a multi-head layer: the streaming path against the path that keeps every
+//! intermediate, plus this build's dgemm rate (the GEMM-bound yardstick).
+//!
+//! `cargo bench --bench attention` (add `--features gemm` or `--features blas` for the other
+//! matrix-product backends); `scripts/bench_attention.py` runs it beside NumPy and PyTorch
+//! and writes BENCHMARKS.md. Filter as criterion does: `-- attention/1024x512x8`.
+
+use std::time::Duration;
+
+use attention_lab::prelude::*;
+use criterion::{
+    criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
+};
+
+#[path = "../examples/attention_forward/inputs.rs"]
+mod inputs;
+
+/// The forward pass's multiply-adds, times two: projections, Q K^T, weights V, W_O.
+fn flops(n: usize, d: usize) -> u64 {
+    let (n, d) = (n as u64, d as u64);
+    4 * 2 * n * d * d + 2 * 2 * n * n * d
+}
+
+fn attention(c: &mut Criterion) {
+    let mut group = c.benchmark_group("attention");
+    group.sampling_mode(SamplingMode::Flat);
+    for (n, d, h) in [(128, 64, 4), (1024, 512, 8), (4096, 512, 8)] {
+        let (x, layer) = inputs::inputs(n, d, h).expect("benchmark shapes are valid");
+        let size = format!("{n}x{d}x{h}");
+        group.throughput(Throughput::Elements(flops(n, d)));
+        group.sample_size(if n >= 4096 { 10 } else { 20 });
+        group.measurement_time(Duration::from_secs(if n >= 1024 { 10 } else { 3 }));
+        group.bench_with_input(BenchmarkId::new("streaming", &size), &x, |b, x| {
+            b.iter(|| layer.forward_streaming(x).expect("shapes agree"))
+        });
+        group.bench_with_input(BenchmarkId::new("full", &size), &x, |b, x| {
+            b.iter(|| layer.forward(x).expect("shapes agree").output)
+        });
+    }
+    group.finish();
+}
+
+/// `a b` on one thread, as the streaming path calls its products: square 2048, and the shapes
+/// of its blocks (256 queries by 64 columns by 256 keys, then by 64 value columns). ndarray's
+/// product (matrixmultiply, or OpenBLAS with the `blas` feature), and the gemm crate's with
+/// the `gemm` feature. Ids are `backend/MxKxN`.
+fn dgemm(c: &mut Criterion) {
+    let mut group = c.benchmark_group("dgemm");
+    group.sample_size(10);
+    for (m, k, n) in [(2048, 2048, 2048), (256, 64, 256), (256, 256, 64)] {
+        let mut rs = np::RandomState::new(1);
+        let mut draw = |rows: usize, cols: usize| -> Array2<f64> {
+            rs.rand([rows, cols])
+                .unwrap()
+                .into_dimensionality()
+                .unwrap()
+        };
+        let (a, b) = (draw(m, k), draw(k, n));
+        let shape = format!("{m}x{k}x{n}");
+        group.throughput(Throughput::Elements(2 * (m * k * n) as u64));
+        group.bench_function(BenchmarkId::new("ndarray", &shape), |bench| {
+            bench.iter(|| a.dot(&b))
+        });
+        #[cfg(feature = "gemm")]
+        group.bench_function(BenchmarkId::new("gemm", &shape), |bench| {
+            let mut c = Array2::<f64>::zeros((m, n));
+            bench.iter(|| {
+                // SAFETY: a is m x k, b is k x n, c is m x n, all row-major and distinct.
+                unsafe {
+                    gemm::gemm(
+                        m,
+                        n,
+                        k,
+                        c.as_mut_ptr(),
+                        1,
+                        n as isize,
+                        false,
+                        a.as_ptr(),
+                        1,
+                        k as isize,
+                        b.as_ptr(),
+                        1,
+                        n as isize,
+                        0.0,
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::None,
+                    )
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, attention, dgemm);
+criterion_main!(benches);
