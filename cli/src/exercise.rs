@@ -25,11 +25,18 @@ use std::path::Path;
     Draw order from np.random.RandomState(SEED): X = randint(0, 3, (TOKENS, DIM)); then per\n\
     head W_Q, W_K, W_V = round(uniform(-1, 1, (DIM, DK)), DECIMALS); then\n\
     W_O = round(uniform(-1, 1, (HEADS * DK, DIM)), DECIMALS). The same seed and options\n\
-    always give the same sheet, byte for byte.")]
+    always give the same sheet, byte for byte.\n\n\
+    A class (a sheet and a key per student; the seeds come from each id and the secret):\n  \
+    attention-lab exercise --roster class.csv --out class --secret-file secret.txt")]
 pub struct ExerciseArgs {
     /// Seed of NumPy's RandomState that draws the matrices.
-    #[arg(long, value_name = "S")]
-    pub seed: u32,
+    #[arg(
+        long,
+        value_name = "S",
+        required_unless_present = "roster",
+        conflicts_with = "roster"
+    )]
+    pub seed: Option<u32>,
     /// Tokens, i.e. rows of X.
     #[arg(long, default_value_t = 2, value_parser = RangedU64ValueParser::<usize>::new().range(1..=16))]
     pub tokens: usize,
@@ -57,6 +64,23 @@ pub struct ExerciseArgs {
     /// Write the sheet to FILE (through a temporary file and a rename) instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output: Option<String>,
+    /// A class list (CSV with a column `id`, optionally `name`): a sheet and a key per student.
+    #[arg(long, value_name = "FILE.csv", requires = "out", conflicts_with_all = ["output", "answers", "format"])]
+    pub roster: Option<std::path::PathBuf>,
+    /// With --roster: write DIR/sheets/ID.{md,tex,pdf} and DIR/keys/ID.{md,tex,pdf,json}.
+    #[arg(long, value_name = "DIR", requires = "roster")]
+    pub out: Option<std::path::PathBuf>,
+    /// With --roster: the course secret that, with each id, makes the student's seed.
+    #[arg(
+        long,
+        value_name = "SECRET",
+        requires = "roster",
+        conflicts_with = "secret_file"
+    )]
+    pub secret: Option<String>,
+    /// With --roster: read the course secret from FILE (its trailing newline is dropped).
+    #[arg(long, value_name = "FILE", requires = "roster")]
+    pub secret_file: Option<std::path::PathBuf>,
 }
 
 /// The `--format` choices.
@@ -70,11 +94,22 @@ pub enum Format {
 
 /// Runs `exercise`; returns the exit status.
 pub fn run(args: ExerciseArgs) -> i32 {
+    if args.roster.is_some() {
+        return report(crate::roster::run(&args));
+    }
     report(exercise(&args))
 }
 
 fn exercise(args: &ExerciseArgs) -> Result<(), CliError> {
-    let sheet = sheet(args)?;
+    let seed = args.seed.unwrap_or_default();
+    let layout = Layout {
+        seed,
+        title: format!("Multi-head self-attention by hand (seed {seed})"),
+        answers: args.answers,
+        format: args.format,
+        handout: false,
+    };
+    let sheet = sheet(args, &layout)?;
     match &args.output {
         None => {
             print!("{sheet}");
@@ -84,19 +119,38 @@ fn exercise(args: &ExerciseArgs) -> Result<(), CliError> {
     }
 }
 
+/// How a sheet is laid out: a single one on stdout, or a student's handout of a class.
+pub struct Layout {
+    /// The seed of the draws.
+    pub seed: u32,
+    /// The first heading.
+    pub title: String,
+    /// With the answer key.
+    pub answers: bool,
+    /// Markdown or LaTeX.
+    pub format: Format,
+    /// A handout: room to write after each part, the key on a page of its own, and every
+    /// number of a key's matrix with the same count of decimals.
+    pub handout: bool,
+}
+
 /// The problem's matrices, in the order they are drawn.
-struct Problem {
-    x: Array2<f64>,
+pub struct Problem {
+    /// The input, small integers.
+    pub x: Array2<f64>,
     /// One per head, as `solve` takes them.
-    wq: Vec<Array2<f64>>,
-    wk: Vec<Array2<f64>>,
-    wv: Vec<Array2<f64>>,
-    wo: Array2<f64>,
+    pub wq: Vec<Array2<f64>>,
+    /// One per head.
+    pub wk: Vec<Array2<f64>>,
+    /// One per head.
+    pub wv: Vec<Array2<f64>>,
+    /// The output projection.
+    pub wo: Array2<f64>,
 }
 
 /// Draws the problem as documented in the module docs.
-fn draw(args: &ExerciseArgs) -> Result<Problem, CliError> {
-    let mut rs = RandomState::new(args.seed);
+pub fn draw(args: &ExerciseArgs, seed: u32) -> Result<Problem, CliError> {
+    let mut rs = RandomState::new(seed);
     let random = |e: attention_lab::np::RandomError| CliError::at("--seed", e);
     let x = rs
         .randint(0, 3, (args.tokens, args.dim))
@@ -127,14 +181,18 @@ enum Block {
     Part(char, String),
     /// Displayed equations, each its own line.
     Math(Vec<String>),
+    /// Room to write, in centimetres (LaTeX only).
+    Space(u32),
+    /// A new page (LaTeX only).
+    NewPage,
 }
 
 /// The whole sheet as text.
-fn sheet(args: &ExerciseArgs) -> Result<String, CliError> {
-    let problem = draw(args)?;
+pub fn sheet(args: &ExerciseArgs, layout: &Layout) -> Result<String, CliError> {
+    let problem = draw(args, layout.seed)?;
     let (tokens, dim, h, dk) = (args.tokens, args.dim, args.heads, args.dk);
     let mut blocks = vec![
-        Block::Heading(format!("Multi-head self-attention by hand (seed {})", args.seed)),
+        Block::Heading(layout.title.clone()),
         Block::Text(format!(
             "A sentence of {tokens} token{s} has been embedded: row $t$ of $X$ is the \
              embedding of token $t$, so $d_{{\\mathrm{{model}}}} = {dim}$. A self-attention layer with \
@@ -171,6 +229,10 @@ fn sheet(args: &ExerciseArgs) -> Result<String, CliError> {
         "W_O = {}",
         bmatrix_fixed(&problem.wo, args.decimals)
     )]));
+    if layout.handout {
+        // The tasks and the room to answer them start on a fresh page.
+        blocks.push(Block::NewPage);
+    }
     blocks.push(Block::Heading("Tasks".into()));
     blocks.push(Block::Text(format!(
         "Work out the layer's forward pass. Apply the softmax to each row separately, and \
@@ -180,11 +242,29 @@ fn sheet(args: &ExerciseArgs) -> Result<String, CliError> {
     let parts = part_texts(args);
     for (letter, text) in &parts {
         blocks.push(Block::Part(*letter, text.clone()));
+        if layout.handout {
+            blocks.push(Block::Space(room_to_write(args, *letter)));
+        }
     }
-    if args.answers {
-        blocks.extend(answer_key(args, &problem)?);
+    if layout.answers {
+        if layout.handout {
+            blocks.push(Block::NewPage);
+        }
+        blocks.extend(answer_key(args, &problem, layout.handout)?);
     }
-    Ok(render(&blocks, args.format, max_cols(args)))
+    Ok(render(&blocks, layout.format, max_cols(args)))
+}
+
+/// Centimetres to leave after a part: about a line and a half per row of its answers.
+fn room_to_write(args: &ExerciseArgs, part: char) -> u32 {
+    let rows = args.tokens as u32;
+    let heads = args.heads as u32;
+    let cm = match part {
+        // Q, K, V of each head; then S, A, Z of each head.
+        'a' | 'b' => 3 * heads * (rows + 1),
+        _ => 2 * (rows + 1),
+    };
+    cm.clamp(3, 20)
 }
 
 /// The wording of parts (a) to (d), the letter first.
@@ -226,7 +306,7 @@ fn part_texts(args: &ExerciseArgs) -> [(char, String); 4] {
 }
 
 /// The worked answers: the matrices `solve --precision P --suppress` prints, grouped by part.
-fn answer_key(args: &ExerciseArgs, problem: &Problem) -> Result<Vec<Block>, CliError> {
+fn answer_key(args: &ExerciseArgs, problem: &Problem, fixed: bool) -> Result<Vec<Block>, CliError> {
     let p = problem;
     let layer = layer(&p.wq, &p.wk, &p.wv, Some(p.wo.clone()), None)?;
     let out = layer.forward(&p.x).map_err(|e| CliError(e.to_string()))?;
@@ -250,7 +330,14 @@ fn answer_key(args: &ExerciseArgs, problem: &Problem) -> Result<Vec<Block>, CliE
             steps
                 .iter()
                 .filter(|s| s.part == part)
-                .map(|s| format!("{} = {}", s.tex, bmatrix_printed(s.matrix, &opts)))
+                .map(|s| {
+                    let m = if fixed {
+                        bmatrix_decimals(s.matrix, args.precision)
+                    } else {
+                        bmatrix_printed(s.matrix, &opts)
+                    };
+                    format!("{} = {m}", s.tex)
+                })
                 .collect(),
         ));
     }
@@ -278,6 +365,19 @@ fn max_cols(args: &ExerciseArgs) -> usize {
 fn bmatrix_fixed(m: &Array2<f64>, decimals: i32) -> String {
     let d = decimals.max(0) as usize;
     bmatrix(m.nrows(), m.iter().map(|x| format!("{x:.d$}")).collect())
+}
+
+/// An answer with every number rounded to `decimals` digits, all shown (`0.5000`), and no
+/// negative zero (`-0.0000` is `0.0000`).
+fn bmatrix_decimals(m: &Array2<f64>, decimals: usize) -> String {
+    let number = |x: &f64| {
+        let text = format!("{x:.decimals$}");
+        match text.strip_prefix('-') {
+            Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
+            _ => tex_number(&text),
+        }
+    };
+    bmatrix(m.nrows(), m.iter().map(number).collect())
 }
 
 /// An answer with the numbers NumPy prints at `opts` (the ones `solve` prints), written for
@@ -375,6 +475,9 @@ fn render(blocks: &[Block], format: Format, max_cols: usize) -> String {
                 .map(|l| format!("$$\n{l}\n$$\n"))
                 .collect::<Vec<_>>()
                 .join("\n"),
+            (Block::Space(cm), Format::Tex) => format!("\\vspace{{{cm}cm}}\n"),
+            (Block::NewPage, Format::Tex) => "\\newpage\n".to_string(),
+            (Block::Space(_) | Block::NewPage, Format::Md) => continue,
             (Block::Math(lines), Format::Tex) => {
                 // gather* puts each equation on its own centred line.
                 format!(
@@ -395,7 +498,7 @@ fn render(blocks: &[Block], format: Format, max_cols: usize) -> String {
 
 /// Writes `text` to a temporary file beside `path`, then renames it, so a reader never sees
 /// half a sheet and a failed run leaves any old file intact.
-fn write_atomically(path: &str, text: &str) -> Result<(), String> {
+pub fn write_atomically(path: &str, text: &str) -> Result<(), String> {
     let target = Path::new(path);
     let name = target
         .file_name()

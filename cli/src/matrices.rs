@@ -196,6 +196,15 @@ pub fn matrix(flag: &str, value: &str) -> Result<Array2<f64>, CliError> {
 fn json_matrix(value: &str) -> Result<Array2<f64>, String> {
     let json: serde_json::Value =
         serde_json::from_str(value).map_err(|e| format!("invalid JSON: {e}"))?;
+    matrix_from_json(&json)
+}
+
+/// A matrix from parsed JSON: a list of equally long rows of numbers, where the strings
+/// `"NaN"`, `"Infinity"` and `"-Infinity"` (which `solve --json` writes) stand for themselves.
+///
+/// # Errors
+/// Which element or row is wrong, or that the matrix is empty.
+pub fn matrix_from_json(json: &serde_json::Value) -> Result<Array2<f64>, String> {
     let rows = json.as_array().ok_or("expected a JSON list of rows")?;
     let mut flat = Vec::new();
     let mut cols = None;
@@ -213,6 +222,12 @@ fn json_matrix(value: &str) -> Result<Array2<f64>, String> {
         for (j, v) in row.iter().enumerate() {
             let x = v
                 .as_f64()
+                .or_else(|| match v.as_str() {
+                    Some("NaN") => Some(f64::NAN),
+                    Some("Infinity") => Some(f64::INFINITY),
+                    Some("-Infinity") => Some(f64::NEG_INFINITY),
+                    _ => None,
+                })
                 .ok_or_else(|| format!("element [{i}][{j}] is not a number: {v}"))?;
             flat.push(x);
         }

@@ -271,7 +271,7 @@ fn print_steps(out: &MultiHeadOutput, has_wo: bool, opts: &PrintOptions) -> Stri
 /// Every intermediate at full precision: `{"heads": [{"q", "k", "v", "scores", "weights",
 /// "z"}], "concat", "output"}`, `output` being null without W_O. Written by hand to keep
 /// this key order (serde_json's maps sort their keys).
-fn to_json(out: &MultiHeadOutput, has_wo: bool) -> String {
+pub fn to_json(out: &MultiHeadOutput, has_wo: bool) -> String {
     let heads: Vec<String> = out
         .heads
         .iter()
@@ -306,7 +306,7 @@ fn to_json(out: &MultiHeadOutput, has_wo: bool) -> String {
 /// Rows of numbers, `[[1.0, 2.5], [3.0, 4.0]]`; serde_json writes the shortest digits that
 /// round-trip. JSON has no NaN or infinity, so those become the strings "NaN", "Infinity"
 /// and "-Infinity" (the names Python's json module prints bare).
-fn matrix_json(m: &Array2<f64>) -> String {
+pub fn matrix_json(m: &Array2<f64>) -> String {
     let number = |x: f64| match serde_json::Number::from_f64(x) {
         Some(n) => n.to_string(),
         None if x.is_nan() => "\"NaN\"".into(),

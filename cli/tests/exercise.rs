@@ -261,6 +261,7 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 #[test]
+#[ignore = "needs pdflatex"]
 fn exercise_tex_compiles_with_pdflatex() {
     let dir = temp_dir("pdflatex");
     let r = run(

@@ -1,0 +1,331 @@
+//! `attention-lab exercise --roster FILE.csv --out DIR`: a sheet and a key for every student.
+//!
+//! Each student's seed is `HMAC-SHA256(secret, "attention-lab exercise seed\0" + id)`, its
+//! first four bytes read as a big-endian u32: without the course secret, a student's id does
+//! not give the seed, so another student's key cannot be rebuilt. The seed is never printed on
+//! a sheet. The same roster, secret and options give the same files, byte for byte.
+
+use crate::exercise::{draw, sheet, write_atomically, ExerciseArgs, Format, Layout};
+use crate::grade::safe_id;
+use crate::matrices::{io_problem, CliError};
+use crate::solve::{layer, to_json};
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+use std::path::{Path, PathBuf};
+
+/// What the HMAC signs before the id, so the secret's use here is its own.
+const SEED_CONTEXT: &[u8] = b"attention-lab exercise seed\0";
+
+/// One student of the roster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Student {
+    /// The id: letters, digits, `-`, `_`, `.`; it names the student's files.
+    pub id: String,
+    /// The name, possibly empty.
+    pub name: String,
+}
+
+/// The seed of a student's sheet, from the course secret and the id.
+pub fn student_seed(secret: &[u8], id: &str) -> u32 {
+    let mut mac =
+        <Hmac<Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC takes keys of any length");
+    mac.update(SEED_CONTEXT);
+    mac.update(id.as_bytes());
+    let digest = mac.finalize().into_bytes();
+    u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])
+}
+
+/// Reads the roster: a header with a column `id` (any case) and optionally `name`.
+///
+/// # Errors
+/// One line naming the file and, for a bad row, its line number.
+pub fn read_roster(path: &Path) -> Result<Vec<Student>, CliError> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| CliError::at(&shown, io_problem("read", &e)))?;
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(&bytes[..]);
+    let headers = reader
+        .headers()
+        .map_err(|e| CliError::at(&shown, format!("not a CSV file: {e}")))?
+        .clone();
+    let column = |name: &str| headers.iter().position(|h| h.eq_ignore_ascii_case(name));
+    let id_col = column("id").ok_or_else(|| {
+        CliError::at(
+            &shown,
+            format!(
+                "no column named id (the header line is: {})",
+                headers.iter().collect::<Vec<_>>().join(",")
+            ),
+        )
+    })?;
+    let name_col = column("name");
+    let mut students: Vec<Student> = Vec::new();
+    let mut lines = std::collections::BTreeMap::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| CliError::at(&shown, format!("not a CSV file: {e}")))?;
+        let line = record.position().map_or(0, |p| p.line());
+        let at = |problem: String| CliError::at(format!("{shown}: line {line}"), problem);
+        if record.iter().all(str::is_empty) {
+            continue;
+        }
+        let id = record.get(id_col).unwrap_or("").to_string();
+        if id.is_empty() {
+            return Err(at("the id is empty".into()));
+        }
+        if !safe_id(&id) {
+            return Err(at(format!(
+                "id {id:?} may only hold letters, digits, '-', '_' and '.' (not first), \
+                 at most 100 characters, since it names the student's files"
+            )));
+        }
+        if let Some(first) = lines.insert(id.clone(), line) {
+            return Err(at(format!("id {id:?} again (first on line {first})")));
+        }
+        let name = name_col
+            .and_then(|c| record.get(c))
+            .unwrap_or("")
+            .to_string();
+        students.push(Student { id, name });
+    }
+    if students.is_empty() {
+        return Err(CliError::at(&shown, "no students (only a header line)"));
+    }
+    Ok(students)
+}
+
+/// The course secret from `--secret` or `--secret-file`.
+fn secret(args: &ExerciseArgs) -> Result<Vec<u8>, CliError> {
+    let secret = match (&args.secret, &args.secret_file) {
+        (Some(s), _) => s.as_bytes().to_vec(),
+        (None, Some(path)) => {
+            let shown = path.display().to_string();
+            let mut bytes =
+                std::fs::read(path).map_err(|e| CliError::at(&shown, io_problem("read", &e)))?;
+            // An editor's final newline is not part of the secret.
+            while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+                bytes.pop();
+            }
+            if bytes.is_empty() {
+                return Err(CliError::at(&shown, "the secret file is empty"));
+            }
+            bytes
+        }
+        (None, None) => {
+            return Err(CliError::at(
+                "--roster",
+                "needs the course secret: --secret SECRET or --secret-file FILE",
+            ))
+        }
+    };
+    if secret.is_empty() {
+        return Err(CliError::at("--secret", "the secret is empty"));
+    }
+    Ok(secret)
+}
+
+/// Writes every student's sheet and key; returns after the last file or the first failure.
+///
+/// # Errors
+/// A bad roster or secret, or a file that cannot be written, in one line.
+pub fn run(args: &ExerciseArgs) -> Result<(), CliError> {
+    let roster = args.roster.as_deref().expect("--roster given");
+    let out = args
+        .out
+        .as_deref()
+        .expect("clap requires --out with --roster");
+    let secret = secret(args)?;
+    let students = read_roster(roster)?;
+    let sheets = out.join("sheets");
+    let keys = out.join("keys");
+    for dir in [&sheets, &keys] {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::at(dir.display(), io_problem("create", &e)))?;
+    }
+    let mut tex_files = Vec::new();
+    for student in &students {
+        let seed = student_seed(&secret, &student.id);
+        for (dir, answers) in [(&sheets, false), (&keys, true)] {
+            for (format, ext) in [(Format::Md, "md"), (Format::Tex, "tex")] {
+                let layout = Layout {
+                    seed,
+                    title: title(student, format),
+                    answers,
+                    format,
+                    handout: true,
+                };
+                let text = sheet(args, &layout)?;
+                let path = dir.join(format!("{}.{ext}", student.id));
+                write(&path, &text)?;
+                if format == Format::Tex {
+                    tex_files.push(path);
+                }
+            }
+        }
+        write(
+            &keys.join(format!("{}.json", student.id)),
+            &key_json(args, student, seed)?,
+        )?;
+    }
+    compile_pdfs(out, &tex_files)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), CliError> {
+    write_atomically(&path.to_string_lossy(), text).map_err(|e| CliError::at(path.display(), e))
+}
+
+/// The sheet's heading: the name (when given) and the id, never the seed.
+fn title(student: &Student, format: Format) -> String {
+    let name = match format {
+        Format::Md => Some(student.name.clone()),
+        // pdflatex's default fonts set Latin scripts; other names stay on the Markdown sheet.
+        Format::Tex => Some(student.name.as_str())
+            .filter(|n| n.chars().all(|c| (c as u32) <= 0x24F))
+            .map(tex_text),
+    }
+    .filter(|n| !n.is_empty());
+    match name {
+        Some(name) => format!("Multi-head self-attention by hand: {name} ({})", student.id),
+        None => format!("Multi-head self-attention by hand: {}", student.id),
+    }
+}
+
+/// Text safe inside LaTeX (and harmless in Markdown): LaTeX's special characters escaped.
+fn tex_text(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\textbackslash{}"),
+            '{' | '}' | '$' | '&' | '#' | '_' | '%' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '~' => out.push_str("\\textasciitilde{}"),
+            '^' => out.push_str("\\textasciicircum{}"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The machine-readable key: the student, the options, the given matrices and, under
+/// `"solution"`, exactly what `solve --json` writes for them.
+fn key_json(args: &ExerciseArgs, student: &Student, seed: u32) -> Result<String, CliError> {
+    let p = draw(args, seed)?;
+    let layer = layer(&p.wq, &p.wk, &p.wv, Some(p.wo.clone()), None)?;
+    let out = layer.forward(&p.x).map_err(|e| CliError(e.to_string()))?;
+    let list = |ms: &[ndarray::Array2<f64>]| {
+        let each: Vec<String> = ms.iter().map(crate::solve::matrix_json).collect();
+        format!("[{}]", each.join(", "))
+    };
+    let string = |s: &str| serde_json::Value::from(s).to_string();
+    Ok(format!(
+        "{{\"student\": {}, \"name\": {}, \"seed\": {seed}, \"tokens\": {}, \"dim\": {}, \
+         \"heads\": {}, \"dk\": {}, \"decimals\": {}, \"precision\": {}, \"x\": {}, \
+         \"wq\": {}, \"wk\": {}, \"wv\": {}, \"wo\": {}, \"solution\": {}}}\n",
+        string(&student.id),
+        string(&student.name),
+        args.tokens,
+        args.dim,
+        args.heads,
+        args.dk,
+        args.decimals,
+        args.precision,
+        crate::solve::matrix_json(&p.x),
+        list(&p.wq),
+        list(&p.wk),
+        list(&p.wv),
+        crate::solve::matrix_json(&p.wo),
+        to_json(&out, true)
+    ))
+}
+
+/// Compiles each .tex beside itself when pdflatex is on PATH; says once when it is not. A
+/// sheet that fails is reported in one line and the others are still compiled.
+fn compile_pdfs(out: &Path, tex_files: &[PathBuf]) -> Result<(), CliError> {
+    // A build folder of our own: pdflatex's .aux and .log stay out of the handed-out folders.
+    let builds = out.join(".build");
+    let mut failed = 0;
+    for tex in tex_files {
+        let dir = tex.parent().unwrap_or(Path::new("."));
+        let stem = tex
+            .file_stem()
+            .expect("a file")
+            .to_string_lossy()
+            .into_owned();
+        let folder = dir.file_name().map_or("".into(), |d| d.to_string_lossy());
+        let build = builds.join(format!("{folder}-{stem}"));
+        std::fs::create_dir_all(&build)
+            .map_err(|e| CliError::at(build.display(), io_problem("create", &e)))?;
+        let run = std::process::Command::new("pdflatex")
+            .args([
+                "-interaction=nonstopmode",
+                "-halt-on-error",
+                "-output-directory",
+            ])
+            .arg(&build)
+            .arg(tex)
+            // The same PDF bytes on every run: no date or random id from the clock.
+            .env("SOURCE_DATE_EPOCH", "0")
+            .env("FORCE_SOURCE_DATE", "1")
+            .stdin(std::process::Stdio::null())
+            .output();
+        let result = match run {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let _ = std::fs::remove_dir_all(&builds);
+                eprintln!(
+                    "note: pdflatex is not on PATH; the sheets are written as .md and .tex only"
+                );
+                return Ok(());
+            }
+            Err(e) => Err(format!("cannot run pdflatex: {e}")),
+            Ok(o) if !o.status.success() => Err(format!(
+                "pdflatex failed (see {}); the .md and .tex are written",
+                build.join(format!("{stem}.log")).display()
+            )),
+            Ok(_) => std::fs::rename(
+                build.join(format!("{stem}.pdf")),
+                dir.join(format!("{stem}.pdf")),
+            )
+            .map_err(|e| io_problem("move the PDF", &e)),
+        };
+        match result {
+            Ok(()) => {
+                let _ = std::fs::remove_dir_all(&build);
+            }
+            Err(problem) => {
+                failed += 1;
+                eprintln!("error: {}: {problem}", tex.display());
+            }
+        }
+    }
+    // Empty once every sheet compiled; kept with the logs otherwise.
+    let _ = std::fs::remove_dir(&builds);
+    if failed > 0 {
+        return Err(CliError::at(
+            out.display(),
+            format!("{failed} of {} PDFs could not be made", tex_files.len()),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_depend_on_the_secret_and_the_id() {
+        let a = student_seed(b"course secret", "s01");
+        assert_ne!(a, student_seed(b"other secret", "s01"));
+        assert_ne!(a, student_seed(b"course secret", "s02"));
+        assert_eq!(a, student_seed(b"course secret", "s01"));
+    }
+
+    #[test]
+    fn tex_text_escapes_specials() {
+        assert_eq!(tex_text("a_b & 50%"), "a\\_b \\& 50\\%");
+    }
+}

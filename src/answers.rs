@@ -1,0 +1,154 @@
+//! A student's answers to an exercise sheet, as the JSON file `attention-lab grade` marks.
+//!
+//! The layout is `solve --json`'s, with the student's id first:
+//! `{"student": ID, "heads": [{"q", "k", "v", "scores", "weights", "z"}, ...], "concat",
+//! "output"}`. Numbers are written with Rust's shortest round-trip digits; NaN and the
+//! infinities, which JSON cannot hold, as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
+//! Written by hand, so the library needs no JSON dependency.
+
+use std::io::Write;
+use std::path::Path;
+
+use ndarray::Array2;
+
+use crate::heads::MultiHeadOutput;
+
+/// The answers file for `student`: every intermediate of `out`, in `solve --json`'s layout.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let w = Array2::<f64>::eye(2);
+/// let layer = MultiHead::split(&w, &w, &w, 1, Some(w.clone()))?;
+/// let out = layer.forward(&array![[1.0, 0.0], [0.0, 1.0]])?;
+/// let json = answers_json("ada", &out);
+/// assert!(json.starts_with(r#"{"student": "ada", "heads": [{"q": [[1.0, 0.0], [0.0, 1.0]]"#));
+/// # Ok::<(), AttentionError>(())
+/// ```
+pub fn answers_json(student: &str, out: &MultiHeadOutput) -> String {
+    let heads: Vec<String> = out
+        .heads
+        .iter()
+        .map(|h| {
+            let fields = [
+                ("q", &h.q),
+                ("k", &h.k),
+                ("v", &h.v),
+                ("scores", &h.scores),
+                ("weights", &h.weights),
+                ("z", &h.z),
+            ];
+            let fields: Vec<String> = fields
+                .iter()
+                .map(|(name, m)| format!("\"{name}\": {}", matrix(m)))
+                .collect();
+            format!("{{{}}}", fields.join(", "))
+        })
+        .collect();
+    format!(
+        "{{\"student\": {}, \"heads\": [{}], \"concat\": {}, \"output\": {}}}\n",
+        string(student),
+        heads.join(", "),
+        matrix(&out.concat),
+        matrix(&out.output)
+    )
+}
+
+/// Writes [`answers_json`] to `path`: one call from a notebook cell submits a student's work.
+/// The file is written beside `path` under a temporary name and renamed, so an old
+/// submission is replaced whole or not at all.
+///
+/// ```no_run
+/// use attention_lab::prelude::*;
+///
+/// # let (layer, x) = (MultiHead::split(&Array2::eye(2), &Array2::eye(2), &Array2::eye(2), 1, None)?, Array2::<f64>::eye(2));
+/// let out: MultiHeadOutput = layer.forward(&x)?;
+/// write_answers("ada.json", "ada", &out).expect("written");
+/// # Ok::<(), AttentionError>(())
+/// ```
+///
+/// # Errors
+/// The I/O error of creating, writing or renaming the file.
+pub fn write_answers(
+    path: impl AsRef<Path>,
+    student: &str,
+    out: &MultiHeadOutput,
+) -> std::io::Result<()> {
+    let path = path.as_ref();
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
+    let tmp = path.with_file_name(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(answers_json(student, out).as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// `[[1.0, 2.5], [3.0, 4.0]]`.
+fn matrix(m: &Array2<f64>) -> String {
+    let rows: Vec<String> = m
+        .rows()
+        .into_iter()
+        .map(|row| {
+            let numbers: Vec<String> = row.iter().map(|&x| number(x)).collect();
+            format!("[{}]", numbers.join(", "))
+        })
+        .collect();
+    format!("[{}]", rows.join(", "))
+}
+
+/// Rust's `{:?}` is the shortest text that reads back as the same f64, and valid JSON.
+fn number(x: f64) -> String {
+    if x.is_nan() {
+        "\"NaN\"".into()
+    } else if x.is_infinite() {
+        if x > 0.0 {
+            "\"Infinity\""
+        } else {
+            "\"-Infinity\""
+        }
+        .into()
+    } else {
+        format!("{x:?}")
+    }
+}
+
+/// A JSON string literal.
+fn string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_back_exactly() {
+        for x in [0.1, 1.0 / 3.0, 1e-300, 1.5e20, -0.0, 123456.789] {
+            assert_eq!(number(x).parse::<f64>().unwrap().to_bits(), x.to_bits());
+        }
+        assert_eq!(number(f64::NAN), "\"NaN\"");
+        assert_eq!(number(f64::NEG_INFINITY), "\"-Infinity\"");
+        assert_eq!(string("a\"b\\\n"), "\"a\\\"b\\\\\\u000a\"");
+    }
+}
