@@ -1,8 +1,12 @@
 //! `attention-lab`: command line tools for the attention-lab notebooks.
 
 mod exercise;
+mod grade;
+mod kernel;
+mod lab;
 mod matrices;
 mod replay;
+mod roster;
 mod show;
 mod solve;
 
@@ -27,6 +31,12 @@ enum Command {
     Solve(solve::SolveArgs),
     /// Make a new multi-head self-attention problem sheet (Markdown or LaTeX) from a seed.
     Exercise(exercise::ExerciseArgs),
+    /// Mark students' answers against their keys and name the mistake of each wrong part.
+    Grade(grade::GradeArgs),
+    /// Open the notebooks in JupyterLab with the project's Rust kernel (sets it all up once).
+    Lab(lab::LabArgs),
+    /// The Rust Jupyter kernel in this binary: install or uninstall its kernelspec, or serve.
+    Kernel(kernel::KernelArgs),
 }
 
 fn main() {
@@ -34,12 +44,19 @@ fn main() {
     // executes cells (and as its rustc wrapper); this call never returns there.
     evcxr::runtime_hook();
     install_panic_hook();
+    // `kernel serve` re-executes this binary as evcxr_jupyter's `--control_file FILE`.
+    if let Some(status) = kernel::serve_if_asked() {
+        std::process::exit(status);
+    }
     let cli = Cli::parse();
     let status = match cli.command {
         Command::Replay(args) => replay::run(args),
         Command::Show(args) => show::run(args),
         Command::Solve(args) => solve::run(args),
         Command::Exercise(args) => exercise::run(args),
+        Command::Grade(args) => grade::run(args),
+        Command::Lab(args) => lab::run(args),
+        Command::Kernel(args) => kernel::run(args),
     };
     std::process::exit(status);
 }

@@ -1,0 +1,378 @@
+//! `attention-lab kernel`: the Rust Jupyter kernel (evcxr_jupyter, linked in), its kernelspec
+//! "Rust (attention-lab)", and the evcxr settings that make its cells faster.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+
+/// The kernelspec's folder name: our own, so evcxr_jupyter's `rust` is never touched.
+pub const KERNEL_NAME: &str = "attention-lab-rust";
+/// What Jupyter shows in its launcher.
+pub const DISPLAY_NAME: &str = "Rust (attention-lab)";
+/// Set by `kernel serve` for the process it becomes; only then does `--control_file` serve.
+const SERVE_MARKER: &str = "ATTENTION_LAB_KERNEL";
+/// Overrides the cache folder (`~/.cache/attention-lab`), e.g. for a fresh-machine test.
+pub const CACHE_VAR: &str = "ATTENTION_LAB_CACHE";
+/// Compiled crates kept between kernels (MiB), evcxr's `:cache`.
+const EVCXR_CACHE_MIB: u64 = 500;
+
+/// `attention-lab kernel ...`
+#[derive(Debug, Args)]
+pub struct KernelArgs {
+    #[command(subcommand)]
+    command: KernelCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum KernelCommand {
+    /// Write the kernelspec "Rust (attention-lab)" (name attention-lab-rust), pointing at this binary.
+    Install(SpecArgs),
+    /// Remove the kernelspec that `install` wrote (and nothing else).
+    Uninstall(SpecArgs),
+    /// Serve one kernel for Jupyter (what the kernelspec runs).
+    Serve {
+        /// The connection file Jupyter passes as {connection_file}.
+        #[arg(long = "control-file", value_name = "FILE")]
+        control_file: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+struct SpecArgs {
+    /// Jupyter data folder holding `kernels/` (default: the user's, $JUPYTER_DATA_DIR or
+    /// ~/.local/share/jupyter).
+    #[arg(long = "jupyter-path", value_name = "DIR")]
+    jupyter_path: Option<PathBuf>,
+}
+
+/// Runs `attention-lab kernel ...`; returns the exit status.
+pub fn run(args: KernelArgs) -> i32 {
+    let result = match args.command {
+        KernelCommand::Install(spec) => user_data_dir(spec.jupyter_path).and_then(|dir| {
+            let path = install(&dir)?;
+            println!("installed kernel {DISPLAY_NAME:?} in {}", path.display());
+            Ok(())
+        }),
+        KernelCommand::Uninstall(spec) => user_data_dir(spec.jupyter_path).and_then(|dir| {
+            match uninstall(&dir)? {
+                Some(path) => println!("removed {}", path.display()),
+                None => println!("no {KERNEL_NAME} kernel in {}", dir.display()),
+            }
+            Ok(())
+        }),
+        KernelCommand::Serve { control_file } => serve(&control_file),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("attention-lab kernel: {message}");
+            2
+        }
+    }
+}
+
+/// When this process was started by `kernel serve` as `attention-lab --control_file FILE`,
+/// serves the kernel and returns its exit status; otherwise returns `None`.
+pub fn serve_if_asked() -> Option<i32> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != "--control_file" || std::env::var_os(SERVE_MARKER).is_none() {
+        return None;
+    }
+    // evcxr_jupyter reads the control file's name from argv itself.
+    Some(match evcxr_jupyter::main() {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!("attention-lab kernel: {error}");
+            1
+        }
+    })
+}
+
+/// The cache folder: `$ATTENTION_LAB_CACHE`, else `$XDG_CACHE_HOME/attention-lab`, else
+/// `~/.cache/attention-lab`.
+///
+/// # Errors
+/// None of these variables is set.
+pub fn cache_dir() -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os(CACHE_VAR).filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir).join("attention-lab"));
+    }
+    home().map(|h| h.join(".cache").join("attention-lab"))
+}
+
+fn home() -> Result<PathBuf, String> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("HOME is not set; set {CACHE_VAR} to a cache folder"))
+}
+
+/// The user's Jupyter data folder (where `jupyter kernelspec list` looks first).
+fn user_data_dir(explicit: Option<PathBuf>) -> Result<PathBuf, String> {
+    if let Some(dir) = explicit {
+        return Ok(dir);
+    }
+    if let Some(dir) = std::env::var_os("JUPYTER_DATA_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir).join("jupyter"));
+    }
+    home().map(|h| h.join(".local").join("share").join("jupyter"))
+}
+
+/// evcxr's config folder of ours, whose `init.evcxr` turns on `:cache`.
+fn evcxr_config_dir(cache: &Path) -> PathBuf {
+    cache.join("evcxr-config")
+}
+
+/// Writes `<jupyter_path>/kernels/attention-lab-rust/kernel.json` (and our evcxr settings in
+/// the cache folder); returns the kernelspec's folder.
+///
+/// # Errors
+/// A folder or file that cannot be written, named in the message.
+pub fn install(jupyter_path: &Path) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let cache = cache_dir()?;
+    let config = evcxr_config_dir(&cache);
+    write_init_evcxr(&config)?;
+    let spec_dir = jupyter_path.join("kernels").join(KERNEL_NAME);
+    fs::create_dir_all(&spec_dir).map_err(|e| format!("{}: {e}", spec_dir.display()))?;
+    let spec = serde_json::json!({
+        "argv": [exe, "kernel", "serve", "--control-file", "{connection_file}"],
+        "display_name": DISPLAY_NAME,
+        // As the notebooks' language_info names it: JupyterLab starts the one kernel whose
+        // language matches when the notebook's kernelspec ("rust") is not installed.
+        "language": "Rust",
+        "interrupt_mode": "message",
+        "env": {
+            CACHE_VAR: cache,
+            "EVCXR_CONFIG_DIR": config,
+        },
+    });
+    let text = serde_json::to_string_pretty(&spec).expect("a JSON value serializes");
+    write_atomic(&spec_dir.join("kernel.json"), text.as_bytes())?;
+    Ok(spec_dir)
+}
+
+/// Removes `<jupyter_path>/kernels/attention-lab-rust` if it is ours (its kernel.json names
+/// our `kernel serve`); returns the removed folder.
+///
+/// # Errors
+/// The folder holds a kernelspec that is not ours, or cannot be removed.
+pub fn uninstall(jupyter_path: &Path) -> Result<Option<PathBuf>, String> {
+    let spec_dir = jupyter_path.join("kernels").join(KERNEL_NAME);
+    let json = spec_dir.join("kernel.json");
+    let text = match fs::read_to_string(&json) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", json.display())),
+    };
+    let ours = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .is_some_and(|v| v["display_name"] == DISPLAY_NAME);
+    if !ours {
+        return Err(format!(
+            "{}: not written by attention-lab, left alone",
+            json.display()
+        ));
+    }
+    fs::remove_dir_all(&spec_dir).map_err(|e| format!("{}: {e}", spec_dir.display()))?;
+    Ok(Some(spec_dir))
+}
+
+fn write_init_evcxr(config: &Path) -> Result<(), String> {
+    fs::create_dir_all(config).map_err(|e| format!("{}: {e}", config.display()))?;
+    let init = config.join("init.evcxr");
+    let text = format!(":cache {EVCXR_CACHE_MIB}\n");
+    if fs::read_to_string(&init).is_ok_and(|t| t == text) {
+        return Ok(());
+    }
+    write_atomic(&init, text.as_bytes())
+}
+
+/// Replaces `path` atomically (a temporary file in the same folder, then rename).
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail(&e))?;
+    file.write_all(bytes).map_err(|e| fail(&e))?;
+    file.persist(path).map_err(|e| fail(&e.error))?;
+    Ok(())
+}
+
+/// Prepares the kernel's environment and becomes `attention-lab --control_file FILE`
+/// (evcxr_jupyter reads its arguments from argv).
+#[cfg(unix)]
+fn serve(control_file: &Path) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let cache = cache_dir()?;
+    let config = std::env::var_os("EVCXR_CONFIG_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| evcxr_config_dir(&cache));
+    if !config.join("init.evcxr").exists() {
+        write_init_evcxr(&config)?;
+    }
+    let session = std::env::var("JPY_SESSION_NAME").ok();
+    let (build_dir, lock) = claim_build_dir(&cache.join("evcxr-build"), session.as_deref())?;
+    // The lock lives as long as the kernel: keep its descriptor open across exec.
+    // SAFETY: fcntl on a descriptor we own; clearing FD_CLOEXEC has no other effect.
+    unsafe { libc::fcntl(lock.as_raw_fd(), libc::F_SETFD, 0) };
+    // evcxr_jupyter's --control_file path reinstalls the kernelspec at
+    // $JUPYTER_PATH/kernels/rust when that folder exists; this one never does, so the user's
+    // kernels are never rewritten.
+    let no_update = cache.join("jupyter-path-unused");
+    if no_update.join("kernels").exists() {
+        return Err(format!(
+            "{}: must not exist",
+            no_update.join("kernels").display()
+        ));
+    }
+    let mut command = std::process::Command::new(exe);
+    if let Some(path) = library_path_with_libstd() {
+        command.env("LD_LIBRARY_PATH", path);
+    }
+    let error = command
+        .arg("--control_file")
+        .arg(control_file)
+        .env(SERVE_MARKER, "1")
+        .env("JUPYTER_PATH", &no_update)
+        .env("EVCXR_TMPDIR", &build_dir)
+        .env("EVCXR_CONFIG_DIR", &config)
+        .exec();
+    drop(lock);
+    Err(format!("cannot start the kernel: {error}"))
+}
+
+/// `LD_LIBRARY_PATH` with the toolchain's target library folder first, where the cells'
+/// libraries find `libstd-*.so`.
+///
+/// evcxr links each cell with `-C prefer-dynamic` and an `$ORIGIN`-relative RUNPATH that rustc
+/// computes for `target/<triple>/debug/deps/`, but loads the copy one folder up: the path then
+/// has one `..` too few, which only goes unnoticed when the build folder is shallow enough for
+/// the `..`s to stop at `/` (a `/tmp` folder). Our build folders live deeper, in the cache.
+/// `None` when rustc cannot say (evcxr will then report rustc missing itself).
+#[cfg(unix)]
+fn library_path_with_libstd() -> Option<std::ffi::OsString> {
+    let out = std::process::Command::new("rustc")
+        .args(["--print", "target-libdir"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let dir = String::from_utf8(out.stdout).ok()?;
+    let mut paths = vec![PathBuf::from(dir.trim())];
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        paths.extend(std::env::split_paths(&old));
+    }
+    std::env::join_paths(paths).ok()
+}
+
+#[cfg(not(unix))]
+fn serve(_control_file: &Path) -> Result<(), String> {
+    Err("the kernel needs a Unix system (Linux or macOS)".to_owned())
+}
+
+/// A persistent evcxr build folder for one kernel, locked while the kernel runs, so that two
+/// notebooks open at once never share one. A notebook's own folder (keyed by its session
+/// name) when it is free; else the first free shared slot.
+#[cfg(unix)]
+fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(PathBuf, fs::File), String> {
+    use std::os::fd::AsRawFd;
+    fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let named = session.map(|s| format!("nb-{}", slug(s)));
+    let slots = (0..64).map(|i| format!("slot-{i}"));
+    for name in named.into_iter().chain(slots) {
+        let lock_path = root.join(format!("{name}.lock"));
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok((root.join(name), lock));
+        }
+    }
+    Err(format!(
+        "{}: all 64 build folders are in use by other kernels",
+        root.display()
+    ))
+}
+
+/// A file name for a notebook's session: its readable tail plus a hash of the whole path.
+fn slug(session: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    session.hash(&mut hasher);
+    let tail: String = session
+        .rsplit('/')
+        .next()
+        .unwrap_or(session)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .take(40)
+        .collect();
+    format!("{tail}-{:016x}", hasher.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_differ_for_same_name_in_other_folders() {
+        let a = slug("a/000-intro.ipynb");
+        let b = slug("b/000-intro.ipynb");
+        assert_ne!(a, b);
+        assert!(a.starts_with("000_intro_ipynb-"), "{a}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn two_kernels_of_one_notebook_get_two_build_folders() {
+        let root = tempfile::tempdir().unwrap();
+        let (first, l1) = claim_build_dir(root.path(), Some("n.ipynb")).unwrap();
+        let (second, _l2) = claim_build_dir(root.path(), Some("n.ipynb")).unwrap();
+        let (third, _l3) = claim_build_dir(root.path(), None).unwrap();
+        assert_ne!(first, second);
+        assert_ne!(second, third);
+        assert!(first.ends_with(format!("nb-{}", slug("n.ipynb"))));
+        drop(l1);
+        let (again, _l4) = claim_build_dir(root.path(), Some("n.ipynb")).unwrap();
+        assert_eq!(again, first);
+    }
+
+    /// The folder put first in the kernel's LD_LIBRARY_PATH holds the libstd that evcxr's
+    /// cells are linked against (without it, every cell fails to load: "dlopen failed").
+    #[cfg(unix)]
+    #[test]
+    fn kernel_library_path_starts_with_a_folder_holding_libstd() {
+        let path = library_path_with_libstd().expect("rustc prints its target-libdir");
+        let first = std::env::split_paths(&path).next().unwrap();
+        let has_libstd = fs::read_dir(&first).unwrap().any(|entry| {
+            let name = entry.unwrap().file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("libstd-") && name.ends_with(".so")
+        });
+        assert!(has_libstd, "no libstd-*.so in {}", first.display());
+    }
+
+    #[test]
+    fn uninstall_leaves_a_foreign_kernelspec() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("kernels").join(KERNEL_NAME);
+        fs::create_dir_all(&spec).unwrap();
+        fs::write(spec.join("kernel.json"), r#"{"display_name": "Other"}"#).unwrap();
+        assert!(uninstall(dir.path()).is_err());
+        assert!(spec.join("kernel.json").exists());
+    }
+}

@@ -1,0 +1,191 @@
+// End to end, as a person sees it: `attention-lab lab --no-browser` on a free port, notebooks
+// 000 and 003 opened in headless Chromium, Run All, then the page is checked against the
+// outputs stored in the notebooks (NumPy's text, heatmaps as SVG, no error).
+//
+// Usage: ATTENTION_LAB_BIN=/path/to/attention-lab node e2e/lab.test.mjs
+// Screenshots: target/e2e/*.png (relative to the repository).
+
+import { chromium } from 'playwright-core';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const shots = path.join(repo, 'target', 'e2e');
+const bin = process.env.ATTENTION_LAB_BIN;
+if (!bin) {
+  console.error('e2e: set ATTENTION_LAB_BIN to the attention-lab binary');
+  process.exit(2);
+}
+
+// Heatmap cells per notebook: heads x tokens x tokens of each heads_grid, from the notebooks'
+// own inputs (000: 2 heads over "Thinking Machines"; 003: 3 heads over x1..x5).
+const NOTEBOOKS = {
+  '000_two_heads_worked_example.ipynb': [2 * 2 * 2],
+  '003_column_split_heads.ipynb': [3 * 5 * 5],
+};
+// The notebook on show (earlier notebooks' panels stay in the page, hidden).
+const PANEL = '.jp-NotebookPanel:not(.lm-mod-hidden)';
+const RUN_TIMEOUT_MS = 15 * 60 * 1000;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function startLab(port) {
+  const child = spawn(bin, ['lab', '--no-browser', '--port', String(port), 'notebooks'], {
+    cwd: repo,
+    detached: true, // its own process group, so JupyterLab and kernels stop with it
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      process.stdout.write(chunk);
+      const m = out.match(/JupyterLab: (http\S+)/);
+      if (m) resolve(m[1]);
+    });
+    child.on('exit', (code) => reject(new Error(`attention-lab lab exited with ${code}`)));
+  });
+  return { child, url };
+}
+
+const norm = (s) => s.replace(/[ \t]+\n/g, '\n').trim();
+const textOf = (t) => (Array.isArray(t) ? t.join('') : t);
+
+// What each code cell stored: its stream and text/plain texts, and its stderr.
+function stored(nb) {
+  return nb.cells.map((cell) => {
+    const texts = [];
+    const stderr = [];
+    for (const o of cell.outputs || []) {
+      if (o.output_type === 'stream') (o.name === 'stderr' ? stderr : texts).push(norm(textOf(o.text)));
+      else if (o.data && o.data['text/plain'] && !o.data['text/html']) texts.push(norm(textOf(o.data['text/plain'])));
+    }
+    return { type: cell.cell_type, texts: texts.filter((t) => t), stderr };
+  });
+}
+
+async function menu(page, top, item) {
+  await page.locator('.lm-MenuBar-itemLabel', { hasText: new RegExp(`^${top}$`) }).click();
+  await page.locator('.lm-Menu-item', { hasText: item }).first().click();
+}
+
+async function runNotebook(page, base, token, name, failures) {
+  const expected = stored(JSON.parse(fs.readFileSync(path.join(repo, 'notebooks', name))));
+  {
+    await page.goto(`${base}/lab/tree/${name}?token=${token}`);
+    await page.waitForSelector(`${PANEL} .jp-Cell`, { timeout: 120000 });
+    // The stored outputs are on the page until cleared: clear them, so what is checked is new.
+    await page.waitForFunction(
+      (panel) => (document.querySelector(`${panel} .jp-Toolbar-kernelName`)?.textContent || '').includes('Rust (attention-lab)'),
+      PANEL, { timeout: 180000 },
+    );
+    await menu(page, 'Edit', 'Clear Outputs of All Cells');
+    const leftover = await page.locator(`${PANEL} .jp-OutputArea-output`).count();
+    if (leftover) failures.push(`${name}: ${leftover} outputs left after clearing`);
+    await menu(page, 'Run', 'Run All Cells');
+    // Idle: every code cell has a number in its prompt (none is queued or running).
+    await page.waitForFunction((panel) => {
+      const prompts = [...document.querySelectorAll(`${panel} .jp-CodeCell .jp-InputArea-prompt`)];
+      return prompts.length > 0 && prompts.every((p) => /\[\d+\]/.test(p.textContent));
+    }, PANEL, { timeout: RUN_TIMEOUT_MS, polling: 1000 });
+    await page.waitForTimeout(1000); // the last lines may follow the idle status
+
+    const cells = await page.$$eval(`${PANEL} .jp-Notebook .jp-Cell`, (els) => els.map((el) => ({
+      out: [...el.querySelectorAll('.jp-OutputArea-output')].map((o) => o.textContent).join('\n'),
+      stderr: [...el.querySelectorAll('[data-mime-type="application/vnd.jupyter.stderr"]')].map((o) => o.textContent),
+      errors: el.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]').length,
+      svgs: [...el.querySelectorAll('.jp-OutputArea-output svg')].map((svg) => [...svg.querySelectorAll('rect')]
+        .filter((r) => r.getAttribute('width') === r.getAttribute('height') && r.getAttribute('stroke') === 'none').length),
+    })));
+    if (cells.length !== expected.length) failures.push(`${name}: page has ${cells.length} cells, notebook ${expected.length}`);
+    const svgCounts = [];
+    expected.forEach((want, i) => {
+      const got = cells[i];
+      if (!got || want.type !== 'code') return;
+      const page = norm(got.out).replace(/[ \t]+\n/g, '\n');
+      for (const t of want.texts) {
+        if (!page.includes(t)) failures.push(`${name} cell ${i}: page lacks ${JSON.stringify(t.slice(0, 80))}`);
+      }
+      if (got.errors) failures.push(`${name} cell ${i}: shows an error`);
+      for (const s of got.stderr) {
+        if (!want.stderr.includes(norm(s))) failures.push(`${name} cell ${i}: stderr ${JSON.stringify(norm(s).slice(0, 200))}`);
+      }
+      svgCounts.push(...got.svgs);
+    });
+    if (JSON.stringify(svgCounts) !== JSON.stringify(NOTEBOOKS[name])) {
+      failures.push(`${name}: heatmap cells ${JSON.stringify(svgCounts)}, expected ${JSON.stringify(NOTEBOOKS[name])}`);
+    }
+    const stem = name.replace(/\.ipynb$/, '');
+    await page.screenshot({ path: path.join(shots, `${stem}-end.png`) });
+    const svgCells = page.locator(`${PANEL} .jp-Cell:has(.jp-OutputArea-output svg)`);
+    for (let k = 0; k < await svgCells.count(); k++) {
+      await svgCells.nth(k).scrollIntoViewIfNeeded();
+      await page.waitForTimeout(1000); // cells scrolled into view are drawn on the next frames
+      await page.screenshot({ path: path.join(shots, `${stem}-heatmap-${k}.png`) });
+    }
+    // Stop the kernel so the next notebook does not compete with it.
+    await menu(page, 'Kernel', 'Shut Down Kernel');
+    const confirm = page.locator('.jp-Dialog button.jp-mod-accept');
+    await confirm.click({ timeout: 10000 }).catch(() => {});
+  }
+}
+
+async function main() {
+  fs.mkdirSync(shots, { recursive: true });
+  const port = await freePort();
+  const { child, url } = startLab(port);
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'attention-lab-chromium-'));
+  let context;
+  const failures = [];
+  // JupyterLab autosaves the notebooks it ran; the repository's copies are put back at the end.
+  const originals = Object.keys(NOTEBOOKS).map((name) => {
+    const file = path.join(repo, 'notebooks', name);
+    return [file, fs.readFileSync(file)];
+  });
+  try {
+    const labUrl = new URL(await url);
+    const token = labUrl.searchParams.get('token');
+    const base = `${labUrl.protocol}//${labUrl.host}`;
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+      headless: true,
+      viewport: { width: 1400, height: 1000 },
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking',
+        '--disable-component-update', '--no-first-run'],
+    });
+    const page = context.pages()[0] || await context.newPage();
+    for (const name of Object.keys(NOTEBOOKS)) {
+      await runNotebook(page, base, token, name, failures);
+    }
+  } catch (error) {
+    failures.push(String(error && error.stack || error));
+  } finally {
+    if (context) await context.close().catch(() => {});
+    try { process.kill(-child.pid, 'SIGTERM'); } catch { /* already gone */ }
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    for (const [file, bytes] of originals) {
+      if (!fs.readFileSync(file).equals(bytes)) fs.writeFileSync(file, bytes);
+    }
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+  if (failures.length) {
+    for (const f of failures) console.error(`FAIL ${f}`);
+    process.exit(1);
+  }
+  console.log(`e2e: ${Object.keys(NOTEBOOKS).length} notebooks ok; screenshots in ${shots}`);
+}
+
+await main();
