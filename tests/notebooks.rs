@@ -132,3 +132,28 @@ fn notebooks_are_evcxr_notebooks_that_load_the_crate_first() {
         }
     }
 }
+
+/// Every code cell that stores outputs has an execution count, numbered 1, 2, ... as a Run
+/// All in Jupyter leaves them: nbval treats a null count with outputs as an unrun cell and
+/// fails it.
+#[test]
+fn code_cells_are_numbered_as_after_run_all() {
+    for path in notebooks() {
+        let nb = load(&path);
+        let code = nb["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["cell_type"] == "code");
+        for (i, cell) in code.enumerate() {
+            assert_eq!(
+                cell["execution_count"].as_u64(),
+                Some(i as u64 + 1),
+                "{}: code cell {} of {}",
+                path.display(),
+                i + 1,
+                text(&cell["source"]).lines().next().unwrap_or("")
+            );
+        }
+    }
+}
