@@ -85,7 +85,9 @@ async function menu(page, top, item) {
 async function runNotebook(page, base, token, name, failures) {
   const expected = stored(JSON.parse(fs.readFileSync(path.join(repo, 'notebooks', name))));
   {
-    await page.goto(`${base}/lab/tree/${name}?token=${token}`);
+    // `reset`: a fresh workspace, so the previous notebook's tab is not restored beside this
+    // one (it would start a kernel of its own and take the menu's commands).
+    await page.goto(`${base}/lab/tree/${name}?reset&token=${token}`);
     await page.waitForSelector(`${PANEL} .jp-Cell`, { timeout: 120000 });
     // The stored outputs are on the page until cleared: clear them, so what is checked is new.
     await page.waitForFunction(
@@ -95,6 +97,11 @@ async function runNotebook(page, base, token, name, failures) {
     await menu(page, 'Edit', 'Clear Outputs of All Cells');
     const leftover = await page.locator(`${PANEL} .jp-OutputArea-output`).count();
     if (leftover) failures.push(`${name}: ${leftover} outputs left after clearing`);
+    const prompts = (panel) => [...document.querySelectorAll(`${panel} .jp-CodeCell .jp-InputArea-prompt`)]
+      .map((p) => p.textContent);
+    const numbered = (await page.evaluate(prompts, PANEL)).filter((p) => /\d/.test(p)).length;
+    // Numbers left from the stored notebook would look like a finished run.
+    if (numbered) failures.push(`${name}: ${numbered} prompts still numbered after clearing`);
     await menu(page, 'Run', 'Run All Cells');
     // Idle: every code cell has a number in its prompt (none is queued or running).
     await page.waitForFunction((panel) => {
