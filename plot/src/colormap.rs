@@ -1,0 +1,100 @@
+//! Colours: the viridis colour map, the colours of non-finite cells, and the text colour that
+//! reads on a cell.
+
+use plotters::style::RGBColor;
+
+/// Cells holding NaN, cells holding ±inf, text and lines, and the background.
+pub(crate) const NAN_COLOUR: RGBColor = RGBColor(200, 200, 200);
+pub(crate) const INF_COLOUR: RGBColor = RGBColor(228, 26, 28);
+pub(crate) const INK: RGBColor = RGBColor(0, 0, 0);
+pub(crate) const BACKGROUND: RGBColor = RGBColor(255, 255, 255);
+
+/// The viridis colour map (perceptually uniform, dark purple to yellow) at `t` in [0, 1]
+/// (clamped; NaN gives the low end), as sRGB bytes.
+///
+/// A degree-6 polynomial fit of matplotlib's table (within 4/255 of it per channel).
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// use attention_lab_plot::*;
+///
+/// assert_eq!(viridis(0.0), (71, 1, 85)); // dark purple
+/// assert_eq!(viridis(0.5), (31, 144, 139)); // teal (matplotlib: 33, 145, 140)
+/// assert_eq!(viridis(1.0), (252, 231, 33)); // yellow
+/// ```
+pub fn viridis(t: f64) -> (u8, u8, u8) {
+    const C: [[f64; 3]; 7] = [
+        [
+            0.277_727_327_223_417_7,
+            0.005_407_344_544_966_578,
+            0.334_099_805_335_306_1,
+        ],
+        [
+            0.105_093_043_108_577_4,
+            1.404_613_529_898_575,
+            1.384_590_162_594_685,
+        ],
+        [
+            -0.330_861_828_725_556_3,
+            0.214_847_559_468_213,
+            0.095_095_163_028_236_59,
+        ],
+        [
+            -4.634_230_498_983_486,
+            -5.799_100_973_351_585,
+            -19.332_440_956_279_87,
+        ],
+        [
+            6.228_269_936_347_081,
+            14.179_933_366_805_09,
+            56.690_552_600_681_05,
+        ],
+        [
+            4.776_384_997_670_288,
+            -13.745_145_377_746_01,
+            -65.353_032_633_372_34,
+        ],
+        [
+            -5.435_455_855_934_631,
+            4.645_852_612_178_535,
+            26.312_435_249_583_2,
+        ],
+    ];
+    let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
+    let channel = |i: usize| {
+        let v = C.iter().rev().fold(0.0, |acc, c| acc * t + c[i]);
+        (v.clamp(0.0, 1.0) * 255.0).round() as u8
+    };
+    (channel(0), channel(1), channel(2))
+}
+
+/// The colour of a cell holding `v` when the colour range is `lo..=hi`: viridis for finite
+/// values, its own colour for NaN and for infinities.
+pub(crate) fn cell_colour(v: f64, lo: f64, hi: f64) -> RGBColor {
+    if v.is_nan() {
+        NAN_COLOUR
+    } else if v.is_infinite() {
+        INF_COLOUR
+    } else {
+        let (r, g, b) = viridis((v - lo) / (hi - lo));
+        RGBColor(r, g, b)
+    }
+}
+
+/// Black or white, whichever contrasts more with `fill` (WCAG relative luminance).
+pub(crate) fn text_colour(fill: RGBColor) -> RGBColor {
+    let lin = |c: u8| {
+        let c = c as f64 / 255.0;
+        if c <= 0.04045 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    let l = 0.2126 * lin(fill.0) + 0.7152 * lin(fill.1) + 0.0722 * lin(fill.2);
+    if l > 0.179 {
+        INK
+    } else {
+        BACKGROUND
+    }
+}

@@ -1,0 +1,106 @@
+//! Why a figure could not be drawn or written: [`PlotError`].
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use plotters::drawing::DrawingAreaErrorKind;
+
+/// Why a figure could not be drawn or written.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// use attention_lab_plot::*;
+///
+/// let err = heatmap(&Array2::zeros((0, 3))).render_svg().unwrap_err();
+/// assert_eq!(err.to_string(), "cannot plot an empty matrix: panel 1 is 0x3");
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PlotError {
+    /// A panel's matrix has no rows or no columns (`panel` counts from 1).
+    EmptyMatrix {
+        /// Which panel, from 1.
+        panel: usize,
+        /// Its rows.
+        rows: usize,
+        /// Its columns.
+        cols: usize,
+    },
+    /// [`heads_grid`](crate::heads_grid) was given a layer output without heads.
+    NoHeads,
+    /// The number of row or column labels is not the matrix's.
+    LabelCount {
+        /// `"row"` or `"column"`.
+        axis: &'static str,
+        /// How many labels were given.
+        labels: usize,
+        /// How many rows or columns the matrix has.
+        expected: usize,
+    },
+    /// The colour range is not an increasing pair of finite numbers.
+    BadRange {
+        /// Its low end.
+        lo: f64,
+        /// Its high end.
+        hi: f64,
+    },
+    /// plotters could not draw (this should not happen).
+    Draw(String),
+    /// The PNG encoder failed (this should not happen).
+    Encode(String),
+    /// A file could not be written; the path is the file the caller asked for.
+    Write {
+        /// The file asked for.
+        path: PathBuf,
+        /// What went wrong.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for PlotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlotError::EmptyMatrix { panel, rows, cols } => {
+                write!(
+                    f,
+                    "cannot plot an empty matrix: panel {panel} is {rows}x{cols}"
+                )
+            }
+            PlotError::NoHeads => write!(f, "cannot plot the heads of a layer without heads"),
+            PlotError::LabelCount {
+                axis,
+                labels,
+                expected,
+            } => write!(
+                f,
+                "{labels} {axis} labels for a matrix with {expected} {axis}s"
+            ),
+            PlotError::BadRange { lo, hi } => write!(
+                f,
+                "colour range [{lo}, {hi}] is not an increasing pair of finite numbers"
+            ),
+            PlotError::Draw(m) => write!(f, "cannot draw the figure: {m}"),
+            PlotError::Encode(m) => write!(f, "cannot encode the PNG: {m}"),
+            PlotError::Write { path, source } => {
+                write!(f, "cannot write {}: {source}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for PlotError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PlotError::Write { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// A plotters drawing error as [`PlotError::Draw`].
+pub(crate) fn draw_error<E: std::error::Error + Send + Sync>(
+    e: DrawingAreaErrorKind<E>,
+) -> PlotError {
+    PlotError::Draw(e.to_string())
+}

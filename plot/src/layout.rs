@@ -1,0 +1,263 @@
+//! The figure's pixel geometry: checks that it can be drawn, then sizes the cells, panels,
+//! titles, labels and colour bar ([`Figure::size`], [`Figure::png_size`]).
+
+use crate::error::PlotError;
+use crate::figure::{ColourRange, Figure};
+use crate::font::{
+    register_font, text_size, LABEL_SIZE, PANEL_TITLE_SIZE, TICK_SIZE, TITLE_SIZE, VALUE_SIZE,
+};
+use crate::values::{format_value, ticks};
+
+/// Matrices with at most this many rows and columns get their values written in the cells.
+const MAX_VALUES_SIDE: usize = 12;
+/// Lengths in pixels: around the figure, between panels (and before the colour bar), the
+/// colour bar's width and its least height.
+pub(crate) const MARGIN: i32 = 12;
+pub(crate) const GAP: i32 = 24;
+pub(crate) const BAR_WIDTH: i32 = 18;
+const BAR_MIN_HEIGHT: i32 = 150;
+
+/// Pixel geometry of a figure, computed once per drawing; `bar` is the colour bar's left,
+/// top and height.
+pub(crate) struct Layout {
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+    pub(crate) cell: i32,
+    pub(crate) grid_columns: usize,
+    pub(crate) title_h: i32,
+    pub(crate) panel_title_h: i32,
+    pub(crate) row_label_w: i32,
+    pub(crate) col_labels_rotated: bool,
+    pub(crate) panel_w: i32,
+    pub(crate) panel_h: i32,
+    pub(crate) value_size: Option<f64>,
+    pub(crate) lo: f64,
+    pub(crate) hi: f64,
+    pub(crate) bar: Option<(i32, i32, i32)>,
+}
+
+impl Figure {
+    /// The figure's size in pixels, width then height: the SVG's (PNG pictures are
+    /// [`Figure::png_size`]).
+    ///
+    /// # Errors
+    /// [`PlotError::EmptyMatrix`], [`PlotError::NoHeads`], [`PlotError::LabelCount`] or
+    /// [`PlotError::BadRange`] when the figure cannot be drawn.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let (w, h) = heatmap(&array![[1.0, 0.0]]).size()?;
+    /// assert!(w > h);
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn size(&self) -> Result<(u32, u32), PlotError> {
+        let lay = self.layout()?;
+        Ok((lay.width, lay.height))
+    }
+
+    /// The size in pixels of the figure's PNG pictures: [`Figure::size`] times
+    /// [`Figure::png_scale`].
+    ///
+    /// # Errors
+    /// As [`Figure::size`].
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let fig = heatmap(&array![[0.2, 0.8]]);
+    /// let (w, h) = fig.size()?;
+    /// assert_eq!(fig.png_size()?, (2 * w, 2 * h));
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn png_size(&self) -> Result<(u32, u32), PlotError> {
+        let (w, h) = self.size()?;
+        Ok((w * self.png_scale, h * self.png_scale))
+    }
+
+    /// Checks the figure and computes its geometry.
+    pub(crate) fn layout(&self) -> Result<Layout, PlotError> {
+        register_font()?;
+        if self.panels.is_empty() {
+            return Err(PlotError::NoHeads);
+        }
+        for (i, p) in self.panels.iter().enumerate() {
+            let (rows, cols) = p.matrix.dim();
+            if rows == 0 || cols == 0 {
+                return Err(PlotError::EmptyMatrix {
+                    panel: i + 1,
+                    rows,
+                    cols,
+                });
+            }
+        }
+        let (rows, cols) = self.panels.iter().fold((1, 1), |(r, c), p| {
+            (r.max(p.matrix.nrows()), c.max(p.matrix.ncols()))
+        });
+        for p in &self.panels {
+            check_labels("row", &self.row_labels, p.matrix.nrows())?;
+            check_labels("column", &self.col_labels, p.matrix.ncols())?;
+        }
+        let (lo, hi) = self.colour_range()?;
+
+        let many = self.panels.len() > 1;
+        let cell = match self.cell {
+            Some(c) => c as i32,
+            None => {
+                let budget = if many { 240.0 } else { 480.0 };
+                (budget / rows.max(cols) as f64)
+                    .round()
+                    .clamp(12.0, if many { 48.0 } else { 64.0 }) as i32
+            }
+        };
+        let grid_columns = self.columns.unwrap_or(4).min(self.panels.len()).max(1);
+        let grid_rows = self.panels.len().div_ceil(grid_columns);
+
+        let title_h = match &self.title {
+            Some(t) => text_size(t, TITLE_SIZE)?.1 as i32 + 16,
+            None => 0,
+        };
+        let panel_title_h = if self.panels.iter().any(|p| p.title.is_some()) {
+            text_size("head", PANEL_TITLE_SIZE)?.1 as i32 + 10
+        } else {
+            0
+        };
+        let widest = |labels: &Option<Vec<String>>| -> Result<(i32, i32), PlotError> {
+            let mut most = (0, 0);
+            for l in labels.iter().flatten() {
+                let (w, h) = text_size(l, LABEL_SIZE)?;
+                most = (most.0.max(w as i32), most.1.max(h as i32));
+            }
+            Ok(most)
+        };
+        let (row_w, _) = widest(&self.row_labels)?;
+        let row_label_w = if self.row_labels.is_some() {
+            row_w + 10
+        } else {
+            0
+        };
+        let (col_w, col_h) = widest(&self.col_labels)?;
+        let col_labels_rotated = col_w > cell - 4;
+        let col_label_h = match (&self.col_labels, col_labels_rotated) {
+            (None, _) => 0,
+            (Some(_), false) => col_h + 10,
+            (Some(_), true) => col_w + 10,
+        };
+        let panel_w = row_label_w + cols as i32 * cell;
+        let panel_h = panel_title_h + rows as i32 * cell + col_label_h;
+        let grid_w = grid_columns as i32 * panel_w + (grid_columns as i32 - 1) * GAP;
+        let grid_h = grid_rows as i32 * panel_h + (grid_rows as i32 - 1) * GAP;
+
+        let show_values = self
+            .values
+            .unwrap_or(rows <= MAX_VALUES_SIDE && cols <= MAX_VALUES_SIDE);
+        let value_size = if show_values {
+            self.value_font_size(cell)?
+        } else {
+            None
+        };
+
+        let top = MARGIN + title_h;
+        let mut width = MARGIN + grid_w + MARGIN;
+        let mut height = top + grid_h + MARGIN;
+        let bar = if self.colorbar {
+            let bar_top = top + panel_title_h;
+            let span = grid_h - panel_title_h - col_label_h;
+            let bar_h = span.max(BAR_MIN_HEIGHT);
+            let mut tick_w = 0;
+            for t in ticks(lo, hi, self.decimals) {
+                tick_w = tick_w.max(text_size(&t.1, TICK_SIZE)?.0 as i32);
+            }
+            let bar_x = MARGIN + grid_w + GAP;
+            width = bar_x + BAR_WIDTH + 10 + tick_w + MARGIN;
+            height = height.max(bar_top + bar_h + text_size("0", TICK_SIZE)?.1 as i32 + MARGIN);
+            Some((bar_x, bar_top, bar_h))
+        } else {
+            None
+        };
+        if let Some(t) = &self.title {
+            width = width.max(text_size(t, TITLE_SIZE)?.0 as i32 + 2 * MARGIN);
+        }
+        Ok(Layout {
+            width: width as u32,
+            height: height as u32,
+            cell,
+            grid_columns,
+            title_h,
+            panel_title_h,
+            row_label_w,
+            col_labels_rotated,
+            panel_w,
+            panel_h,
+            value_size,
+            lo,
+            hi,
+            bar,
+        })
+    }
+
+    /// The colour range, checked; auto ranges of equal values widen by 0.5 each side.
+    fn colour_range(&self) -> Result<(f64, f64), PlotError> {
+        let (lo, hi) = match self.range {
+            ColourRange::Fixed(lo, hi) => (lo, hi),
+            ColourRange::Auto => {
+                let finite = self
+                    .panels
+                    .iter()
+                    .flat_map(|p| p.matrix.iter().copied())
+                    .filter(|v| v.is_finite());
+                let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                    (lo.min(v), hi.max(v))
+                });
+                if lo > hi {
+                    (0.0, 1.0)
+                } else if lo == hi {
+                    (lo - 0.5, hi + 0.5)
+                } else {
+                    (lo, hi)
+                }
+            }
+        };
+        if lo.is_finite() && hi.is_finite() && lo < hi {
+            Ok((lo, hi))
+        } else {
+            Err(PlotError::BadRange { lo, hi })
+        }
+    }
+
+    /// The font size that fits every value of every panel in a cell, if readable.
+    fn value_font_size(&self, cell: i32) -> Result<Option<f64>, PlotError> {
+        let mut widest = 0;
+        let mut tallest = 1;
+        for p in &self.panels {
+            for v in p.matrix.iter() {
+                let (w, h) = text_size(&format_value(*v, self.decimals), VALUE_SIZE)?;
+                widest = widest.max(w);
+                tallest = tallest.max(h);
+            }
+        }
+        let room = 0.8 * cell as f64;
+        let fit = (room / widest.max(1) as f64)
+            .min(0.45 * cell as f64 / tallest as f64)
+            .min(1.0);
+        let size = VALUE_SIZE * fit;
+        Ok((size >= 9.0).then_some(size))
+    }
+}
+
+fn check_labels(
+    axis: &'static str,
+    labels: &Option<Vec<String>>,
+    expected: usize,
+) -> Result<(), PlotError> {
+    match labels {
+        Some(l) if l.len() != expected => Err(PlotError::LabelCount {
+            axis,
+            labels: l.len(),
+            expected,
+        }),
+        _ => Ok(()),
+    }
+}

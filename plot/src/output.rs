@@ -1,0 +1,92 @@
+//! Files: [`Figure::save_svg`] and [`Figure::save_png`], written under a temporary name in the
+//! same folder and renamed. The only module that writes files.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::PlotError;
+use crate::figure::Figure;
+
+impl Figure {
+    /// Writes the figure as an SVG file. The file is written under a temporary name in the
+    /// same folder and then renamed, so an existing file is never left half-written.
+    ///
+    /// # Errors
+    /// As [`Figure::render_svg`], and [`PlotError::Write`] (naming `path`) when the file
+    /// cannot be written.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let path = std::env::temp_dir().join(format!("doc-{}.svg", std::process::id()));
+    /// heatmap(&array![[0.3, 0.7]]).save_svg(&path)?;
+    /// assert!(std::fs::read_to_string(&path).unwrap().starts_with("<svg"));
+    /// # std::fs::remove_file(&path).unwrap();
+    /// let err = heatmap(&array![[1.0]]).save_svg("/no/such/folder/w.svg").unwrap_err();
+    /// assert!(err.to_string().starts_with("cannot write /no/such/folder/w.svg: "));
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn save_svg(&self, path: impl AsRef<Path>) -> Result<(), PlotError> {
+        write_atomically(path.as_ref(), self.render_svg()?.as_bytes())
+    }
+
+    /// Writes the figure as a PNG file ([`Figure::to_png`]), through a temporary name in the
+    /// same folder and a rename.
+    ///
+    /// # Errors
+    /// As [`Figure::to_png`], and [`PlotError::Write`] (naming `path`) when the file cannot be
+    /// written.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let path = std::env::temp_dir().join(format!("doc-{}.png", std::process::id()));
+    /// heatmap(&array![[0.3, 0.7]]).save_png(&path)?;
+    /// assert!(std::fs::metadata(&path).unwrap().len() > 100);
+    /// # std::fs::remove_file(&path).unwrap();
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn save_png(&self, path: impl AsRef<Path>) -> Result<(), PlotError> {
+        write_atomically(path.as_ref(), &self.to_png()?)
+    }
+}
+
+/// Writes `bytes` to a new temporary file beside `path`, then renames it onto `path`.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let fail = |source: io::Error| PlotError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let name = path.file_name().ok_or_else(|| {
+        fail(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the path names no file",
+        ))
+    })?;
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tmp = folder.join(format!(
+        ".{}.{}-{n}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let write = |tmp: &Path| -> io::Result<()> {
+        let mut file: File = OpenOptions::new().write(true).create_new(true).open(tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(tmp, path)
+    };
+    write(&tmp).map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        fail(e)
+    })
+}
