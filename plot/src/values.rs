@@ -42,3 +42,97 @@ pub(crate) fn ticks(lo: f64, hi: f64, decimals: usize) -> Vec<(f64, String)> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{format_value, ticks};
+
+    #[test]
+    fn values_are_written_as_python_formats_them_without_negative_zero() {
+        // Expected: Python's "%.2f" % v (and "%.0f", "%.3f"), but "-0.00" is "0.00".
+        let cases: [(f64, usize, &str); 16] = [
+            (0.7, 2, "0.70"),
+            (0.001, 2, "0.00"),
+            (0.999, 2, "1.00"),
+            (0.125, 2, "0.12"),
+            (0.375, 2, "0.38"),
+            (1.005, 2, "1.00"),
+            (0.005, 2, "0.01"),
+            (-0.005, 2, "-0.01"),
+            (-1.5, 2, "-1.50"),
+            (999_999.0, 2, "999999.00"),
+            (0.125, 3, "0.125"),
+            (2.5, 0, "2"),
+            (-1.5, 0, "-2"),
+            (-0.0001, 2, "0.00"),
+            (-0.0, 2, "0.00"),
+            (-0.4, 0, "0"),
+        ];
+        for (v, decimals, want) in cases {
+            assert_eq!(
+                format_value(v, decimals),
+                want,
+                "{v} with {decimals} decimals"
+            );
+        }
+    }
+
+    #[test]
+    fn non_finite_and_large_values_have_short_forms() {
+        assert_eq!(format_value(f64::NAN, 2), "nan");
+        assert_eq!(format_value(f64::INFINITY, 2), "inf");
+        assert_eq!(format_value(f64::NEG_INFINITY, 5), "-inf");
+        assert_eq!(format_value(1e6, 2), "1.0e6");
+        assert_eq!(format_value(-2.5e7, 4), "-2.5e7");
+        assert_eq!(format_value(f64::MAX, 2), "1.8e308");
+        assert_eq!(format_value(f64::MIN_POSITIVE, 2), "0.00");
+    }
+
+    #[test]
+    fn weights_get_quarter_ticks_and_scores_whole_ones() {
+        let labels = |t: Vec<(f64, String)>| t.into_iter().map(|(_, s)| s).collect::<Vec<_>>();
+        assert_eq!(
+            ticks(0.0, 1.0, 2),
+            [
+                (1.0, "1.00"),
+                (0.75, "0.75"),
+                (0.5, "0.50"),
+                (0.25, "0.25"),
+                (0.0, "0.00")
+            ]
+            .map(|(f, s)| (f, s.to_string()))
+        );
+        assert_eq!(
+            labels(ticks(-1.5, 2.5, 2)),
+            ["2.00", "1.00", "0.00", "-1.00"]
+        );
+        assert_eq!(
+            labels(ticks(-2.0, 2.0, 1)),
+            ["2.0", "1.0", "0.0", "-1.0", "-2.0"]
+        );
+        assert_eq!(labels(ticks(3.0, 7.0, 0)), ["7", "6", "5", "4", "3"]);
+        assert_eq!(
+            labels(ticks(0.0, 0.001, 5)),
+            ["0.00100", "0.00075", "0.00050", "0.00025", "0.00000"]
+        );
+    }
+
+    #[test]
+    fn ticks_are_two_to_five_evenly_spaced_points_inside_the_range_top_first() {
+        for lo_k in -20..20 {
+            for width_k in 1..60 {
+                let lo = lo_k as f64 * 0.37;
+                let hi = lo + width_k as f64 * 0.173;
+                let t = ticks(lo, hi, 2);
+                assert!((2..=5).contains(&t.len()), "{lo}..{hi}: {t:?}");
+                for (f, _) in &t {
+                    assert!((-1e-9..=1.0 + 1e-9).contains(f), "{lo}..{hi}: {t:?}");
+                }
+                let gaps: Vec<f64> = t.windows(2).map(|w| w[0].0 - w[1].0).collect();
+                for g in &gaps {
+                    assert!(*g > 0.0 && (g - gaps[0]).abs() < 1e-9, "{lo}..{hi}: {t:?}");
+                }
+            }
+        }
+    }
+}

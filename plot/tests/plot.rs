@@ -94,6 +94,15 @@ fn two_heads() -> MultiHeadOutput {
 
 const TOKENS: [&str; 3] = ["Thinking", "Machines", "think"];
 
+/// A layer of `n` heads over three tokens, each head with its own key scale.
+fn heads(n: usize) -> MultiHeadOutput {
+    let x = array![[1.0, 0.0, 1.0], [0.0, 2.0, 0.0], [1.0, 1.0, 1.0]];
+    let heads = (1..=n)
+        .map(|k| Head::new(Array2::eye(3), Array2::eye(3) * k as f64, Array2::eye(3)).unwrap())
+        .collect();
+    MultiHead::new(heads, None).unwrap().forward(&x).unwrap()
+}
+
 #[test]
 fn heatmap_svg_has_one_cell_per_weight_with_labels_values_and_colour_bar() {
     let w = array![[0.7, 0.2, 0.1], [0.25, 0.5, 0.25], [0.0, 0.001, 0.999]];
@@ -214,6 +223,65 @@ fn heads_grid_has_one_panel_per_head() {
     // Side by side by default, stacked with one column.
     let stacked = fig.clone().columns(1).size().unwrap();
     assert!(stacked.1 > svg.height && stacked.0 < svg.width);
+}
+
+#[test]
+fn grids_of_1_to_8_heads_are_at_most_4_panels_wide_and_sized_to_fit() {
+    // No title, labels or colour bar: margins of 12, gaps of 24, 3x3 panels of 64-pixel cells
+    // alone and 48-pixel cells side by side, each grid row under a row of panel titles.
+    let size = |n: usize| heads_grid(&heads(n), &[]).colorbar(false).size().unwrap();
+    let (w1, h1) = size(1);
+    assert_eq!(w1, 24 + 3 * 64);
+    let title_h = h1 - 24 - 3 * 64;
+    assert!((18..=40).contains(&title_h), "panel title row of {title_h}");
+    for n in 2..=8usize {
+        let (cols, rows) = (n.min(4) as u32, n.div_ceil(4) as u32);
+        let width = 24 + cols * 3 * 48 + (cols - 1) * 24;
+        let height = 24 + rows * (title_h + 3 * 48) + (rows - 1) * 24;
+        assert_eq!(size(n), (width, height), "{n} heads");
+    }
+}
+
+#[test]
+fn grids_of_1_to_8_heads_draw_every_cell_inside_the_figure_without_overlap() {
+    for n in 1..=8usize {
+        let fig = heads_grid(&heads(n), &TOKENS).title("heads");
+        let svg = parse(&fig.to_svg());
+        assert_eq!(fig.size().unwrap(), (svg.width, svg.height), "{n} heads");
+        assert_eq!(fig.png_size().unwrap(), (2 * svg.width, 2 * svg.height));
+        let (cells, bar) = cells_and_bar(&svg, true);
+        assert_eq!((cells.len(), bar.len()), (9 * n, 64), "{n} heads");
+        for c in &cells {
+            let inside = c.x >= 0.0 && c.y >= 0.0 && c.y + c.h <= svg.height as f64;
+            assert!(inside && c.x + c.w < bar[0].x, "{n} heads: {c:?}");
+        }
+        for (i, a) in cells.iter().enumerate() {
+            for b in &cells[i + 1..] {
+                let apart =
+                    a.x + a.w <= b.x || b.x + b.w <= a.x || a.y + a.h <= b.y || b.y + b.h <= a.y;
+                assert!(apart, "{n} heads: {a:?} overlaps {b:?}");
+            }
+        }
+        let distinct = |v: Vec<f64>| {
+            v.iter()
+                .map(|x| x.to_bits())
+                .collect::<std::collections::HashSet<_>>()
+                .len()
+        };
+        assert_eq!(distinct(cells.iter().map(|c| c.x).collect()), 3 * n.min(4));
+        assert_eq!(
+            distinct(cells.iter().map(|c| c.y).collect()),
+            3 * n.div_ceil(4)
+        );
+        for k in 1..=n {
+            let title = format!("head {k}");
+            assert_eq!(
+                svg.texts.iter().filter(|t| **t == title).count(),
+                1,
+                "{title}"
+            );
+        }
+    }
 }
 
 /// Width and height from the IHDR chunk, and whether the pixels have several colours.
