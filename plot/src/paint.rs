@@ -8,6 +8,8 @@ use plotters::element::{PathElement, Rectangle, Text};
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{Color, FontTransform, IntoFont, RGBColor};
 
+use attention_lab::html;
+
 use crate::colormap::{cell_colour, text_colour, viridis, BACKGROUND, INK};
 use crate::error::{draw_error, PlotError};
 use crate::figure::Figure;
@@ -240,14 +242,27 @@ impl<DB: DrawingBackend> Pen<'_, DB> {
 
 /// A small SVG that says why a figure could not be drawn.
 fn error_svg(message: &str) -> String {
-    let escaped = message
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;");
+    let escaped = html::escape(message);
     let width = 40 + 9 * (message.chars().count() + 12);
     format!(
         "<svg width=\"{width}\" height=\"40\" viewBox=\"0 0 {width} 40\" \
          xmlns=\"http://www.w3.org/2000/svg\">\n<text x=\"10\" y=\"25\" font-family=\"sans-serif\" \
          font-size=\"14\" fill=\"#b00020\">plot error: {escaped}</text>\n</svg>\n"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_svg;
+
+    #[test]
+    fn error_svgs_escape_the_message_and_are_as_wide_as_it() {
+        let svg = error_svg("a <b> & c");
+        assert!(
+            svg.contains(">plot error: a &lt;b&gt; &amp; c</text>"),
+            "{svg}"
+        );
+        // 9 pixels a character of "plot error: " and the message, and 40 more.
+        assert!(svg.starts_with("<svg width=\"229\" height=\"40\""), "{svg}");
+    }
 }
