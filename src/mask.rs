@@ -22,7 +22,7 @@
 //!
 //! To reproduce d2l's or burn's numbers, use [`Mask::with_fill`] with their fill value.
 
-use ndarray::{Array2, ArrayView2};
+use ndarray::{s, Array2, ArrayView2, ArrayViewMut2};
 
 use crate::error::{AttentionError, Operand};
 
@@ -168,20 +168,34 @@ impl Mask {
 
     /// Masks `scores` (queries x keys) in place.
     pub(crate) fn apply(&self, scores: &mut Array2<f64>) -> Result<(), AttentionError> {
-        if self.additive.dim() != scores.dim() {
+        self.check(scores.nrows(), scores.ncols())?;
+        self.apply_block(scores.view_mut(), 0, 0);
+        Ok(())
+    }
+
+    /// The error when this mask is not `queries x keys`.
+    pub(crate) fn check(&self, queries: usize, keys: usize) -> Result<(), AttentionError> {
+        if self.additive.dim() != (queries, keys) {
             return Err(AttentionError::mismatch(
                 Operand::new("the mask", self.additive.shape()),
-                Operand::new("the scores (queries x keys)", scores.shape()),
+                Operand::new("the scores (queries x keys)", &[queries, keys]),
                 "the mask must have one row per query and one column per key",
             ));
         }
+        Ok(())
+    }
+
+    /// Masks a block of the scores whose first entry is `(row, col)` of the whole matrix
+    /// (the streaming path sees one block at a time).
+    pub(crate) fn apply_block(&self, mut scores: ArrayViewMut2<'_, f64>, row: usize, col: usize) {
+        let (rows, cols) = scores.dim();
+        let additive = self.additive.slice(s![row..row + rows, col..col + cols]);
         match self.fill {
-            None => *scores += &self.additive,
-            Some(fill) => scores.zip_mut_with(&self.additive, |s, &m| {
+            None => scores += &additive,
+            Some(fill) => scores.zip_mut_with(&additive, |s, &m| {
                 *s = if m == f64::NEG_INFINITY { fill } else { *s + m };
             }),
         }
-        Ok(())
     }
 }
 

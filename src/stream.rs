@@ -38,6 +38,7 @@ use ndarray::{concatenate, s, Array1, Array2, ArrayView2, ArrayViewMut1, ArrayVi
 
 use crate::error::{AttentionError, Operand};
 use crate::heads::{Head, MultiHead};
+use crate::mask::Mask;
 use crate::softmax::Softmax;
 
 /// Block sizes and thread count of the streaming path.
@@ -135,6 +136,7 @@ pub fn streaming_attention<'a>(
             softmax: Softmax::Stable,
         }],
         width: v.ncols(),
+        mask: None,
     };
     let mut z = Array2::zeros((q.nrows(), v.ncols()));
     run(&plan, q, k, v, None, z.view_mut(), Streaming::default());
@@ -184,7 +186,47 @@ impl Head {
         x: impl Into<ArrayView2<'a, f64>>,
         streaming: Streaming,
     ) -> Result<Array2<f64>, AttentionError> {
-        forward(std::slice::from_ref(self), None, x.into(), None, streaming)
+        forward(
+            std::slice::from_ref(self),
+            None,
+            x.into(),
+            None,
+            None,
+            streaming,
+        )
+    }
+
+    /// [`Head::forward_masked`]'s `z`, streamed: the mask is added one block of scores at a
+    /// time, and a query whose every key is blocked gets a zero row, as in the full path.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let x = array![[1.0, 2.0], [3.0, 4.0], [0.5, -1.0]];
+    /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
+    /// let mask = Mask::causal(3).and(&Mask::key_padding(3, &[true, false, false]))?;
+    /// let z: Array2<f64> = head.forward_streaming_masked(&x, &mask)?;
+    /// assert_eq!(z.row(0), array![0.0, 0.0]); // query 0 may see only key 0, which is padding
+    /// assert!((&z - &head.forward_masked(&x, &mask)?.z).iter().all(|d| d.abs() < 1e-14));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Head::forward_masked`].
+    pub fn forward_streaming_masked<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        mask: &Mask,
+    ) -> Result<Array2<f64>, AttentionError> {
+        let heads = std::slice::from_ref(self);
+        forward(
+            heads,
+            None,
+            x.into(),
+            None,
+            Some(mask),
+            Streaming::default(),
+        )
     }
 }
 
@@ -233,7 +275,65 @@ impl MultiHead {
         x: impl Into<ArrayView2<'a, f64>>,
         streaming: Streaming,
     ) -> Result<Array2<f64>, AttentionError> {
-        forward(self.heads(), self.wo(), x.into(), Some(1), streaming)
+        forward(self.heads(), self.wo(), x.into(), Some(1), None, streaming)
+    }
+
+    /// [`MultiHead::forward_masked`]'s `output`, streamed, with the same [`Mask`] in every
+    /// head; a query whose every key is blocked gets zeros before W_O, as in the full path.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(4);
+    /// let layer = MultiHead::split(&w, &w, &w, 2, Some(Array2::ones((4, 3))))?;
+    /// let x = array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [0.0, 1.0, 0.0, -1.0]];
+    /// let mask = Mask::causal(3);
+    /// let out: Array2<f64> = layer.forward_streaming_masked(&x, &mask)?;
+    /// assert!((&out - &layer.forward_masked(&x, &mask)?.output).iter().all(|d| d.abs() < 1e-12));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`MultiHead::forward_masked`].
+    pub fn forward_streaming_masked<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        mask: &Mask,
+    ) -> Result<Array2<f64>, AttentionError> {
+        self.forward_streaming_masked_with(x, mask, Streaming::default())
+    }
+
+    /// [`MultiHead::forward_streaming_masked`] with chosen block sizes and threads.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(2);
+    /// let layer = MultiHead::split(&w, &w, &w, 1, None)?;
+    /// let x = array![[1.0, 2.0], [3.0, 4.0]];
+    /// let everything_blocked = Mask::from_blocked(&Array2::from_elem((2, 2), true));
+    /// let tiny = Streaming { query_block: 1, key_block: 1, threads: 1 };
+    /// let out: Array2<f64> = layer.forward_streaming_masked_with(&x, &everything_blocked, tiny)?;
+    /// assert_eq!(out, Array2::<f64>::zeros((2, 2))); // zeros, not NaN
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`MultiHead::forward_masked`].
+    pub fn forward_streaming_masked_with<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        mask: &Mask,
+        streaming: Streaming,
+    ) -> Result<Array2<f64>, AttentionError> {
+        forward(
+            self.heads(),
+            self.wo(),
+            x.into(),
+            Some(1),
+            Some(mask),
+            streaming,
+        )
     }
 }
 
@@ -248,10 +348,12 @@ struct HeadCols {
     softmax: Softmax,
 }
 
-/// The heads' column ranges, and the total width of their values (the concatenation).
-struct Plan {
+/// The heads' column ranges, the total width of their values (the concatenation), and the
+/// mask every head applies.
+struct Plan<'m> {
     heads: Vec<HeadCols>,
     width: usize,
+    mask: Option<&'m Mask>,
 }
 
 fn forward(
@@ -259,6 +361,7 @@ fn forward(
     wo: Option<&Array2<f64>>,
     x: ArrayView2<'_, f64>,
     head_number: Option<usize>,
+    mask: Option<&Mask>,
     streaming: Streaming,
 ) -> Result<Array2<f64>, AttentionError> {
     let first = &heads[0];
@@ -273,6 +376,9 @@ fn forward(
             "the columns of X must equal the rows of W_Q",
         ));
     }
+    if let Some(mask) = mask {
+        mask.check(x.nrows(), x.nrows())?;
+    }
     // One product for every head's Q, K and V: [W_Q1 .. W_QH | W_K1 .. W_KH | W_V1 .. W_VH].
     let wqs: Vec<ArrayView2<'_, f64>> = heads.iter().map(|h| h.wq().view()).collect();
     let wks: Vec<ArrayView2<'_, f64>> = heads.iter().map(|h| h.wk().view()).collect();
@@ -282,6 +388,7 @@ fn forward(
     let mut plan = Plan {
         heads: Vec::with_capacity(heads.len()),
         width: 0,
+        mask,
     };
     let q_width: usize = heads.iter().map(|h| h.wq().ncols()).sum();
     let (mut q, mut v) = (0, 2 * q_width);
@@ -368,7 +475,17 @@ fn run(
                 let k_h = k.slice(s![.., cols.k..cols.k + cols.d_k]);
                 let v_h = v.slice(s![.., cols.v..cols.v + cols.d_v]);
                 let z_h = concat.slice_mut(s![.., offset..offset + cols.d_v]);
-                stream_head(q_h, k_h, v_h, cols.softmax, key_block, &mut online, z_h);
+                let mask = plan.mask.map(|m| (m, rows.start));
+                stream_head(
+                    q_h,
+                    k_h,
+                    v_h,
+                    cols.softmax,
+                    mask,
+                    key_block,
+                    &mut online,
+                    z_h,
+                );
                 offset += cols.d_v;
             }
             match wo {
@@ -470,11 +587,14 @@ impl Online {
 }
 
 /// One head's `z` for one block of query rows, by the online softmax over blocks of keys.
+/// `mask` comes with the index of the block's first query row in the whole mask.
+#[allow(clippy::too_many_arguments)]
 fn stream_head(
     q: ArrayView2<'_, f64>,
     k: ArrayView2<'_, f64>,
     v: ArrayView2<'_, f64>,
     softmax: Softmax,
+    mask: Option<(&Mask, usize)>,
     key_block: usize,
     online: &mut Online,
     mut z: ArrayViewMut2<'_, f64>,
@@ -498,6 +618,9 @@ fn stream_head(
         let v_b = v.slice(s![start..end, ..]);
         let mut scores = online.scores.slice_mut(s![..rows, ..end - start]);
         matmul(scale, &q, &k_b.t(), 0.0, &mut scores);
+        if let Some((mask, row)) = mask {
+            mask.apply_block(scores.view_mut(), row, start);
+        }
         for (((mut p, m), l), mut a) in scores
             .rows_mut()
             .into_iter()
@@ -533,7 +656,11 @@ fn stream_head(
     {
         z_row.zip_mut_with(&a, |z, &a| *z = a / l);
         if softmax == Softmax::Naive {
-            naive_edges(m, l, z_row);
+            naive_edges(m, l, z_row.view_mut());
+        }
+        // Every key blocked: zeros where the softmax gives 0 / 0, as the full path does.
+        if mask.is_some() && m == f64::NEG_INFINITY {
+            z_row.fill(0.0);
         }
     }
 }

@@ -290,3 +290,85 @@ proptest! {
         assert_agrees(&head.forward_streaming_with(&x, streaming).unwrap(), &head.forward(&x).unwrap().z);
     }
 }
+
+/// (x, a layer of `h` heads with W_O, a boolean mask with `true` = blocked): about one row
+/// in four of the mask is all blocked, so the fully masked row is always exercised.
+fn masked_layer() -> impl Strategy<Value = (Array2<f64>, MultiHead, Array2<bool>)> {
+    (1..30usize, 1..4usize, 1..3usize).prop_flat_map(|(n, h, dh)| {
+        let d = h * dh;
+        let blocked = (
+            proptest::collection::vec(any::<bool>(), n * n),
+            proptest::collection::vec(0..4u8, n),
+        )
+            .prop_map(move |(b, full)| {
+                Array2::from_shape_fn((n, n), |(i, j)| b[i * n + j] || full[i] == 0)
+            });
+        let layer = (matrix(d, d), matrix(d, d), matrix(d, d), matrix(d, 3)).prop_map(
+            move |(wq, wk, wv, wo)| MultiHead::split(&wq, &wk, &wv, h, Some(wo)).unwrap(),
+        );
+        (matrix(n, d), layer, blocked)
+    })
+}
+
+proptest! {
+    #[test]
+    fn masked_streamed_equals_masked_full(
+        (x, layer, blocked) in masked_layer(),
+        query_block in 1..12usize,
+        key_block in 1..12usize,
+        fill in prop_oneof![Just(None), Just(Some(-1e6)), Just(Some(-1e4))],
+    ) {
+        let mask = Mask::from_blocked(&blocked);
+        let mask = match fill { Some(f) => mask.with_fill(f), None => mask };
+        let streaming = Streaming { query_block, key_block, threads: 2 };
+        let streamed = layer.forward_streaming_masked_with(&x, &mask, streaming).unwrap();
+        let full = layer.forward_masked(&x, &mask).unwrap();
+        prop_assert!(streamed.iter().all(|v| v.is_finite()));
+        assert_agrees(&streamed, &full.output);
+        for (i, row) in blocked.rows().into_iter().enumerate() {
+            if fill.is_none() && row.iter().all(|&b| b) {
+                prop_assert!(full.concat.row(i).iter().all(|&z| z == 0.0));
+                prop_assert!(streamed.row(i).iter().all(|&z| z == 0.0));
+            }
+        }
+        let head = &layer.heads()[0];
+        assert_agrees(&head.forward_streaming_masked(&x, &mask).unwrap(), &full.heads[0].z);
+    }
+}
+
+#[test]
+fn masked_streaming_checks_the_mask_shape() {
+    let (x, layer) = layer(4, 8, 2, 1);
+    let mask = Mask::causal(5);
+    assert_eq!(
+        layer
+            .forward_streaming_masked(&x, &mask)
+            .unwrap_err()
+            .to_string(),
+        layer.forward_masked(&x, &mask).unwrap_err().to_string()
+    );
+}
+
+#[test]
+fn causal_and_padding_agree_on_a_long_input() {
+    // Many key blocks, some of them wholly masked for a query (the running max stays -inf).
+    let (x, layer) = layer(300, 16, 4, 8);
+    let padded: Vec<bool> = (0..300).map(|j| j % 7 == 0 || j >= 290).collect();
+    let mask = Mask::causal(300)
+        .and(&Mask::key_padding(300, &padded))
+        .unwrap();
+    let full = layer.forward_masked(&x, &mask).unwrap();
+    for key_block in [1, 16, 512] {
+        let streaming = Streaming {
+            query_block: 32,
+            key_block,
+            threads: 0,
+        };
+        let streamed = layer
+            .forward_streaming_masked_with(&x, &mask, streaming)
+            .unwrap();
+        assert_agrees(&streamed, &full.output);
+        // Query 0 sees only key 0, which is padding.
+        assert!(streamed.row(0).iter().all(|&z| z == 0.0));
+    }
+}
