@@ -9,7 +9,7 @@
 //!
 //! A rounded `-0.0` is written as `0.0` (and used as `+0.0`), as a teacher would write it.
 
-use crate::matrices::{io_problem, report, CliError};
+use crate::error::{io_problem, print, Error, Result};
 use crate::solve::{labels, layer, steps, Part};
 use attention_lab::np::{array_str, round, PrintOptions, RandomState};
 use clap::builder::RangedU64ValueParser;
@@ -93,14 +93,19 @@ pub enum Format {
 }
 
 /// Runs `exercise`; returns the exit status.
-pub fn run(args: ExerciseArgs) -> i32 {
+///
+/// # Errors
+/// Bad options, an unreadable roster or secret, a file that cannot be written, a failing stdout.
+pub fn run(args: ExerciseArgs) -> Result<u8> {
     if args.roster.is_some() {
-        return report(crate::roster::run(&args));
+        crate::roster::run(&args)?;
+    } else {
+        exercise(&args)?;
     }
-    report(exercise(&args))
+    Ok(0)
 }
 
-fn exercise(args: &ExerciseArgs) -> Result<(), CliError> {
+fn exercise(args: &ExerciseArgs) -> Result<()> {
     let seed = args.seed.unwrap_or_default();
     let layout = Layout {
         seed,
@@ -111,11 +116,8 @@ fn exercise(args: &ExerciseArgs) -> Result<(), CliError> {
     };
     let sheet = sheet(args, &layout)?;
     match &args.output {
-        None => {
-            print!("{sheet}");
-            Ok(())
-        }
-        Some(path) => write_atomically(path, &sheet).map_err(|e| CliError::at(path, e)),
+        None => print(&sheet),
+        Some(path) => write_atomically(path, &sheet).map_err(|e| Error::at(path, e)),
     }
 }
 
@@ -149,14 +151,14 @@ pub struct Problem {
 }
 
 /// Draws the problem as documented in the module docs.
-pub fn draw(args: &ExerciseArgs, seed: u32) -> Result<Problem, CliError> {
+pub fn draw(args: &ExerciseArgs, seed: u32) -> Result<Problem> {
     let mut rs = RandomState::new(seed);
-    let random = |e: attention_lab::np::RandomError| CliError::at("--seed", e);
+    let random = |e: attention_lab::np::RandomError| Error::at("--seed", e);
     let x = rs
         .randint(0, 3, (args.tokens, args.dim))
         .map_err(random)?
         .mapv(|v| v as f64);
-    let mut weights = |rows: usize, cols: usize| -> Result<Array2<f64>, CliError> {
+    let mut weights = |rows: usize, cols: usize| -> Result<Array2<f64>> {
         let w = rs.uniform(-1.0, 1.0, (rows, cols)).map_err(random)?;
         // `+ 0.0` turns the -0.0 that rounding leaves into 0.0.
         Ok(round(&w, args.decimals).mapv(|v| v + 0.0))
@@ -188,7 +190,7 @@ enum Block {
 }
 
 /// The whole sheet as text.
-pub fn sheet(args: &ExerciseArgs, layout: &Layout) -> Result<String, CliError> {
+pub fn sheet(args: &ExerciseArgs, layout: &Layout) -> Result<String> {
     let problem = draw(args, layout.seed)?;
     let (tokens, dim, h, dk) = (args.tokens, args.dim, args.heads, args.dk);
     let mut blocks = vec![
@@ -306,10 +308,12 @@ fn part_texts(args: &ExerciseArgs) -> [(char, String); 4] {
 }
 
 /// The worked answers: the matrices `solve --precision P --suppress` prints, grouped by part.
-fn answer_key(args: &ExerciseArgs, problem: &Problem, fixed: bool) -> Result<Vec<Block>, CliError> {
+fn answer_key(args: &ExerciseArgs, problem: &Problem, fixed: bool) -> Result<Vec<Block>> {
     let p = problem;
     let layer = layer(&p.wq, &p.wk, &p.wv, Some(p.wo.clone()), None)?;
-    let out = layer.forward(&p.x).map_err(|e| CliError(e.to_string()))?;
+    let out = layer
+        .forward(&p.x)
+        .map_err(|e| Error::Input(e.to_string()))?;
     let labels = labels(&out, true);
     let steps = steps(&out, &labels);
     let opts = PrintOptions {
@@ -498,7 +502,7 @@ fn render(blocks: &[Block], format: Format, max_cols: usize) -> String {
 
 /// Writes `text` to a temporary file beside `path`, then renames it, so a reader never sees
 /// half a sheet and a failed run leaves any old file intact.
-pub fn write_atomically(path: &str, text: &str) -> Result<(), String> {
+pub fn write_atomically(path: &str, text: &str) -> Result<()> {
     let target = Path::new(path);
     let name = target
         .file_name()
@@ -515,6 +519,6 @@ pub fn write_atomically(path: &str, text: &str) -> Result<(), String> {
     };
     write().map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        io_problem("write", &e)
+        Error::Input(io_problem("write", &e))
     })
 }

@@ -11,7 +11,9 @@
 //! [`Mistake`] is applied to the step (on the student's inputs and on the key's) and the
 //! first that reproduces the answer is named; when none does, the feedback says so.
 
-use crate::matrices::{matrix, matrix_from_json, CliError, EXIT_BAD_INPUT};
+use crate::error::{io_problem, warn, Error, Result, EXIT_CHECK_FAILED};
+use crate::matrices::{matrix, matrix_from_json};
+use crate::problem;
 use crate::solve::layer;
 use attention_lab::np::round;
 use attention_lab::prelude::{softmax, softmax_naive, HeadOutput, MultiHeadOutput};
@@ -173,22 +175,24 @@ pub struct Key {
 }
 
 /// A field of a JSON object, named in the error.
-fn field<'a>(obj: &'a Value, name: &str) -> Result<&'a Value, String> {
+fn field<'a>(obj: &'a Value, name: &str) -> Result<&'a Value> {
     obj.get(name)
-        .ok_or_else(|| format!("\"{name}\" is missing"))
+        .ok_or_else(|| problem!("\"{name}\" is missing"))
 }
 
-fn json_matrix_field(obj: &Value, name: &str) -> Result<M, String> {
-    matrix_from_json(field(obj, name)?).map_err(|e| format!("\"{name}\": {e}"))
+fn json_matrix_field(obj: &Value, name: &str) -> Result<M> {
+    matrix_from_json(field(obj, name)?).map_err(|e| problem!("\"{name}\": {e}"))
 }
 
-fn json_matrices_field(obj: &Value, name: &str) -> Result<Vec<M>, String> {
+fn json_matrices_field(obj: &Value, name: &str) -> Result<Vec<M>> {
     field(obj, name)?
         .as_array()
-        .ok_or_else(|| format!("\"{name}\": expected a list of matrices, one per head"))?
+        .ok_or_else(|| problem!("\"{name}\": expected a list of matrices, one per head"))?
         .iter()
         .enumerate()
-        .map(|(i, m)| matrix_from_json(m).map_err(|e| format!("\"{name}\" of head {}: {e}", i + 1)))
+        .map(|(i, m)| {
+            matrix_from_json(m).map_err(|e| problem!("\"{name}\" of head {}: {e}", i + 1))
+        })
         .collect()
 }
 
@@ -197,12 +201,12 @@ impl Key {
     ///
     /// # Errors
     /// What is missing or wrong in the JSON.
-    pub fn parse(text: &str) -> Result<Key, String> {
-        let json: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
-        let text_of = |name: &str| -> Result<String, String> {
+    pub fn parse(text: &str) -> Result<Key> {
+        let json: Value = serde_json::from_str(text).map_err(|e| problem!("invalid JSON: {e}"))?;
+        let text_of = |name: &str| -> Result<String> {
             Ok(field(&json, name)?
                 .as_str()
-                .ok_or_else(|| format!("\"{name}\" is not a string"))?
+                .ok_or_else(|| problem!("\"{name}\" is not a string"))?
                 .to_string())
         };
         let precision = field(&json, "precision")?
@@ -220,7 +224,7 @@ impl Key {
             wv: json_matrices_field(&json, "wv")?,
             wo: json_matrix_field(&json, "wo")?,
         };
-        key.solution().map_err(|e| e.0)?;
+        key.solution()?;
         Ok(key)
     }
 
@@ -228,9 +232,11 @@ impl Key {
     ///
     /// # Errors
     /// The library's shape message when the key's matrices do not fit together.
-    pub fn solution(&self) -> Result<MultiHeadOutput, CliError> {
+    pub fn solution(&self) -> Result<MultiHeadOutput> {
         let layer = layer(&self.wq, &self.wk, &self.wv, Some(self.wo.clone()), None)?;
-        layer.forward(&self.x).map_err(|e| CliError(e.to_string()))
+        layer
+            .forward(&self.x)
+            .map_err(|e| Error::Input(e.to_string()))
     }
 }
 
@@ -275,8 +281,8 @@ impl Submission {
     ///
     /// # Errors
     /// What is missing or not a matrix of numbers.
-    pub fn parse_json(text: &str, fallback_id: &str) -> Result<Submission, String> {
-        let json: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    pub fn parse_json(text: &str, fallback_id: &str) -> Result<Submission> {
+        let json: Value = serde_json::from_str(text).map_err(|e| problem!("invalid JSON: {e}"))?;
         let student = match json.get("student") {
             None => fallback_id.to_string(),
             Some(v) => v.as_str().ok_or("\"student\" is not a string")?.to_string(),
@@ -289,8 +295,8 @@ impl Submission {
             .map(|(i, h)| {
                 HEAD_FIELDS
                     .iter()
-                    .map(|f| json_matrix_field(h, f).map_err(|e| format!("head {}: {e}", i + 1)))
-                    .collect::<Result<Vec<M>, String>>()
+                    .map(|f| json_matrix_field(h, f).map_err(|e| problem!("head {}: {e}", i + 1)))
+                    .collect::<Result<Vec<M>>>()
                     .map(head_from)
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -309,17 +315,20 @@ impl Submission {
     ///
     /// # Errors
     /// The first file that is missing or not a 2-D matrix.
-    pub fn read_npy_dir(dir: &Path) -> Result<Submission, String> {
-        let read = |name: &str| -> Result<M, String> {
+    pub fn read_npy_dir(dir: &Path) -> Result<Submission> {
+        let read = |name: &str| -> Result<M> {
             let path = dir.join(format!("{name}.npy"));
             if !path.exists() {
-                return Err(format!("{name}.npy is missing"));
+                return Err(problem!("{name}.npy is missing"));
             }
             matrix(name, &path.to_string_lossy()).map_err(|e| {
                 // The flag-like prefix is the file's own name; keep the message short.
-                e.0.strip_prefix(&format!("{name}: "))
-                    .unwrap_or(&e.0)
-                    .to_string()
+                let text = e.to_string();
+                Error::Input(
+                    text.strip_prefix(&format!("{name}: "))
+                        .unwrap_or(&text)
+                        .to_string(),
+                )
             })
         };
         let mut heads = Vec::new();
@@ -330,7 +339,7 @@ impl Submission {
             let ms = HEAD_FIELDS
                 .iter()
                 .map(|f| read(&format!("{f}_{i}")))
-                .collect::<Result<Vec<M>, String>>()?;
+                .collect::<Result<Vec<M>>>()?;
             heads.push(head_from(ms));
         }
         Ok(Submission {
@@ -350,10 +359,10 @@ impl Submission {
     ///
     /// # Errors
     /// The first matrix whose shape differs, or a different number of heads.
-    pub fn check_shapes(&self, solution: &MultiHeadOutput) -> Result<(), String> {
+    pub fn check_shapes(&self, solution: &MultiHeadOutput) -> Result<()> {
         let (mine, want) = (&self.answers, solution);
         if mine.heads.len() != want.heads.len() {
-            return Err(format!(
+            return Err(problem!(
                 "{} heads answered, the sheet has {}",
                 mine.heads.len(),
                 want.heads.len()
@@ -372,7 +381,7 @@ impl Submission {
         pairs.push(("\"output\"".into(), &mine.output, &want.output));
         for (name, a, b) in pairs {
             if a.dim() != b.dim() {
-                return Err(format!(
+                return Err(problem!(
                     "{name} has shape {}, the sheet's is {}",
                     shape(a),
                     shape(b)
@@ -538,8 +547,8 @@ fn judge(c: &Check<'_>, precision: usize) -> Verdict {
 ///
 /// # Errors
 /// The key's shape message, or the submission's first wrong shape.
-pub fn grade(key: &Key, sub: &Submission) -> Result<Vec<Mark>, String> {
-    let solution = key.solution().map_err(|e| e.0)?;
+pub fn grade(key: &Key, sub: &Submission) -> Result<Vec<Mark>> {
+    let solution = key.solution()?;
     sub.check_shapes(&solution)?;
     let mine = &sub.answers;
     let p = key.precision;
@@ -789,32 +798,31 @@ enum Keys {
 }
 
 impl Keys {
-    fn open(path: &Path) -> Result<Keys, CliError> {
+    fn open(path: &Path) -> Result<Keys> {
         if path.is_dir() {
             return Ok(Keys::Folder(path.to_path_buf()));
         }
         read_key(path).map(|k| Keys::One(Box::new(k)))
     }
 
-    fn for_student(&self, id: &str) -> Result<Key, String> {
+    fn for_student(&self, id: &str) -> Result<Key> {
         match self {
             Keys::One(key) => Ok((**key).clone()),
             Keys::Folder(dir) => {
                 let path = dir.join(format!("{id}.json"));
                 if !path.is_file() {
-                    return Err(format!("no key for student {id:?} in {}", dir.display()));
+                    return Err(problem!("no key for student {id:?} in {}", dir.display()));
                 }
-                read_key(&path).map_err(|e| e.0)
+                read_key(&path)
             }
         }
     }
 }
 
-fn read_key(path: &Path) -> Result<Key, CliError> {
+fn read_key(path: &Path) -> Result<Key> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::at(&shown, crate::matrices::io_problem("read", &e)))?;
-    Key::parse(&text).map_err(|e| CliError::at(&shown, e))
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(&shown, "read", e))?;
+    Key::parse(&text).map_err(|e| Error::at(&shown, e))
 }
 
 /// One submission found under a PATH, not yet read.
@@ -830,11 +838,10 @@ impl Found {
         }
     }
 
-    fn read(&self) -> Result<Submission, String> {
+    fn read(&self) -> Result<Submission> {
         match self {
             Found::Json(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| crate::matrices::io_problem("read", &e))?;
+                let text = std::fs::read_to_string(path).map_err(|e| io_problem("read", &e))?;
                 Submission::parse_json(&text, &stem(path))
             }
             Found::NpyDir(dir) => Submission::read_npy_dir(dir),
@@ -882,7 +889,7 @@ struct Outcome {
     student: String,
     name: String,
     heads: usize,
-    result: Result<Vec<Mark>, String>,
+    result: Result<Vec<Mark>>,
     key: Option<Key>,
 }
 
@@ -915,7 +922,7 @@ fn grade_one(keys: &Keys, found: &Found) -> Outcome {
     let key = match Some(&sub.student)
         .filter(|id| safe_id(id))
         .ok_or_else(|| {
-            format!(
+            problem!(
                 "the student id {:?} may only hold letters, digits, '-', '_' and '.'",
                 sub.student
             )
@@ -949,7 +956,7 @@ fn grade_one(keys: &Keys, found: &Found) -> Outcome {
 }
 
 /// The gradebook: `student,name,a1..,b1..,c,d,total,max,mistakes`.
-fn gradebook(outcomes: &[Outcome]) -> Result<String, String> {
+fn gradebook(outcomes: &[Outcome]) -> Result<String> {
     let heads = outcomes.iter().map(|o| o.heads).max().unwrap_or(0);
     let columns = part_columns(heads);
     let mut csv = csv::WriterBuilder::new()
@@ -958,7 +965,8 @@ fn gradebook(outcomes: &[Outcome]) -> Result<String, String> {
     let mut header = vec!["student".to_string(), "name".to_string()];
     header.extend(columns.iter().cloned());
     header.extend(["total", "max", "mistakes"].map(String::from));
-    csv.write_record(&header).map_err(|e| e.to_string())?;
+    csv.write_record(&header)
+        .map_err(|e| Error::Input(e.to_string()))?;
     for o in outcomes {
         let mut row = vec![o.student.clone(), o.name.clone()];
         match &o.result {
@@ -981,28 +989,22 @@ fn gradebook(outcomes: &[Outcome]) -> Result<String, String> {
                 row.extend([String::new(), String::new(), "not-graded".to_string()]);
             }
         }
-        csv.write_record(&row).map_err(|e| e.to_string())?;
+        csv.write_record(&row)
+            .map_err(|e| Error::Input(e.to_string()))?;
     }
-    let bytes = csv.into_inner().map_err(|e| e.to_string())?;
-    String::from_utf8(bytes).map_err(|e| e.to_string())
+    let bytes = csv.into_inner().map_err(|e| Error::Input(e.to_string()))?;
+    String::from_utf8(bytes).map_err(|e| Error::Input(e.to_string()))
 }
 
-/// Runs `grade`; returns the exit status.
-pub fn run(args: GradeArgs) -> i32 {
-    match run_grade(&args) {
-        Ok(status) => status,
-        Err(err) => {
-            eprintln!("error: {}", err.0.replace(['\n', '\r'], " "));
-            EXIT_BAD_INPUT
-        }
-    }
-}
-
-fn run_grade(args: &GradeArgs) -> Result<i32, CliError> {
-    let keys = Keys::open(&args.key).map_err(|e| CliError::at("--key", e))?;
+/// Runs `grade`; returns the exit status: 0 every submission graded, 1 some could not be.
+///
+/// # Errors
+/// An unreadable key, no submissions, an output file that cannot be written, a failing stdout.
+pub fn run(args: GradeArgs) -> Result<u8> {
+    let keys = Keys::open(&args.key).map_err(|e| Error::at("--key", e))?;
     let found: Vec<Found> = args.answers.iter().flat_map(|p| find(p)).collect();
     if found.is_empty() {
-        return Err(CliError::at(
+        return Err(Error::at(
             "--answers",
             "no submissions found (ID.json files or ID/ folders of .npy files)",
         ));
@@ -1012,7 +1014,7 @@ fn run_grade(args: &GradeArgs) -> Result<i32, CliError> {
     let mut seen = std::collections::BTreeSet::new();
     for (o, f) in outcomes.iter_mut().zip(&found) {
         if o.result.is_ok() && !seen.insert(o.student.clone()) {
-            o.result = Err(format!(
+            o.result = Err(problem!(
                 "a second submission for student {:?} ({})",
                 o.student,
                 f.path().display()
@@ -1020,13 +1022,15 @@ fn run_grade(args: &GradeArgs) -> Result<i32, CliError> {
         }
     }
     let mut failed = false;
+    let mut stdout_error = None;
     for (o, f) in outcomes.iter().zip(&found) {
         match &o.result {
             Ok(marks) => {
                 let total: f64 = marks.iter().map(|m| m.verdict.points()).sum();
                 let codes = mistake_codes(marks);
-                // A closed pipe (`grade ... | head`) ends the listing quietly.
-                let _ = writeln!(
+                // A closed pipe (`grade ... | head`) ends the listing quietly; the files of
+                // --out are still written.
+                let line = writeln!(
                     std::io::stdout(),
                     "{}: {} of {}{}",
                     o.student,
@@ -1038,33 +1042,38 @@ fn run_grade(args: &GradeArgs) -> Result<i32, CliError> {
                         format!(" ({codes})")
                     }
                 );
+                if let Err(e) = line {
+                    stdout_error.get_or_insert(e);
+                }
             }
             Err(e) => {
                 failed = true;
-                eprintln!(
+                warn(&format!(
                     "error: {}: student {:?} not graded: {}",
                     f.path().display(),
                     o.student,
-                    e.replace(['\n', '\r'], " ")
-                );
+                    e.to_string().replace(['\n', '\r'], " ")
+                ));
             }
         }
     }
     if let Some(out) = &args.out {
         write_out(out, &outcomes)?;
     }
-    Ok(if failed { 1 } else { 0 })
+    if let Some(e) = stdout_error.filter(|e| e.kind() != std::io::ErrorKind::BrokenPipe) {
+        return Err(Error::Stdout(e));
+    }
+    Ok(if failed { EXIT_CHECK_FAILED } else { 0 })
 }
 
-fn write_out(out: &Path, outcomes: &[Outcome]) -> Result<(), CliError> {
+fn write_out(out: &Path, outcomes: &[Outcome]) -> Result<()> {
     let shown = out.display().to_string();
     let feedback_dir = out.join("feedback");
-    std::fs::create_dir_all(&feedback_dir)
-        .map_err(|e| CliError::at(&shown, crate::matrices::io_problem("create", &e)))?;
-    let book = gradebook(outcomes).map_err(|e| CliError::at(&shown, e))?;
+    std::fs::create_dir_all(&feedback_dir).map_err(|e| Error::io(&shown, "create", e))?;
+    let book = gradebook(outcomes).map_err(|e| Error::at(&shown, e))?;
     let path = out.join("gradebook.csv");
     crate::exercise::write_atomically(&path.to_string_lossy(), &book)
-        .map_err(|e| CliError::at(path.display(), e))?;
+        .map_err(|e| Error::at(path.display(), e))?;
     for o in outcomes {
         let text = match (&o.result, &o.key) {
             (Ok(marks), Some(key)) => feedback(&o.student, &o.name, key, marks),
@@ -1077,7 +1086,7 @@ fn write_out(out: &Path, outcomes: &[Outcome]) -> Result<(), CliError> {
         }
         let path = feedback_dir.join(format!("{}.txt", o.student));
         crate::exercise::write_atomically(&path.to_string_lossy(), &text)
-            .map_err(|e| CliError::at(path.display(), e))?;
+            .map_err(|e| Error::at(path.display(), e))?;
     }
     Ok(())
 }

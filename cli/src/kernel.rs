@@ -1,6 +1,8 @@
 //! `attention-lab kernel`: the Rust Jupyter kernel (evcxr_jupyter, linked in), its kernelspec
 //! "Rust (attention-lab)", and the evcxr settings that make its cells faster.
 
+use crate::error::{print, warn, Result};
+use crate::problem;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -48,34 +50,32 @@ struct SpecArgs {
 }
 
 /// Runs `attention-lab kernel ...`; returns the exit status.
-pub fn run(args: KernelArgs) -> i32 {
-    let result = match args.command {
+///
+/// # Errors
+/// No Jupyter folder, a kernelspec that cannot be written or is not ours, a failing stdout.
+pub fn run(args: KernelArgs) -> Result<u8> {
+    match args.command {
         KernelCommand::Install(spec) => user_data_dir(spec.jupyter_path).and_then(|dir| {
             let path = install(&dir)?;
-            println!("installed kernel {DISPLAY_NAME:?} in {}", path.display());
-            Ok(())
+            print(&format!(
+                "installed kernel {DISPLAY_NAME:?} in {}\n",
+                path.display()
+            ))
         }),
         KernelCommand::Uninstall(spec) => user_data_dir(spec.jupyter_path).and_then(|dir| {
-            match uninstall(&dir)? {
-                Some(path) => println!("removed {}", path.display()),
-                None => println!("no {KERNEL_NAME} kernel in {}", dir.display()),
-            }
-            Ok(())
+            print(&match uninstall(&dir)? {
+                Some(path) => format!("removed {}\n", path.display()),
+                None => format!("no {KERNEL_NAME} kernel in {}\n", dir.display()),
+            })
         }),
         KernelCommand::Serve { control_file } => serve(&control_file),
-    };
-    match result {
-        Ok(()) => 0,
-        Err(message) => {
-            eprintln!("attention-lab kernel: {message}");
-            2
-        }
-    }
+    }?;
+    Ok(0)
 }
 
 /// When this process was started by `kernel serve` as `attention-lab --control_file FILE`,
 /// serves the kernel and returns its exit status; otherwise returns `None`.
-pub fn serve_if_asked() -> Option<i32> {
+pub fn serve_if_asked() -> Option<u8> {
     let mut args = std::env::args_os().skip(1);
     if args.next()? != "--control_file" || std::env::var_os(SERVE_MARKER).is_none() {
         return None;
@@ -84,7 +84,7 @@ pub fn serve_if_asked() -> Option<i32> {
     Some(match evcxr_jupyter::main() {
         Ok(()) => 0,
         Err(error) => {
-            eprintln!("attention-lab kernel: {error}");
+            warn(&format!("attention-lab kernel: {error}"));
             1
         }
     })
@@ -95,7 +95,7 @@ pub fn serve_if_asked() -> Option<i32> {
 ///
 /// # Errors
 /// None of these variables is set.
-pub fn cache_dir() -> Result<PathBuf, String> {
+pub fn cache_dir() -> Result<PathBuf> {
     if let Some(dir) = std::env::var_os(CACHE_VAR).filter(|d| !d.is_empty()) {
         return Ok(PathBuf::from(dir));
     }
@@ -105,15 +105,15 @@ pub fn cache_dir() -> Result<PathBuf, String> {
     home().map(|h| h.join(".cache").join("attention-lab"))
 }
 
-fn home() -> Result<PathBuf, String> {
+fn home() -> Result<PathBuf> {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)
-        .ok_or_else(|| format!("HOME is not set; set {CACHE_VAR} to a cache folder"))
+        .ok_or_else(|| problem!("HOME is not set; set {CACHE_VAR} to a cache folder"))
 }
 
 /// The user's Jupyter data folder (where `jupyter kernelspec list` looks first).
-fn user_data_dir(explicit: Option<PathBuf>) -> Result<PathBuf, String> {
+fn user_data_dir(explicit: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(dir) = explicit {
         return Ok(dir);
     }
@@ -136,13 +136,13 @@ fn evcxr_config_dir(cache: &Path) -> PathBuf {
 ///
 /// # Errors
 /// A folder or file that cannot be written, named in the message.
-pub fn install(jupyter_path: &Path) -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+pub fn install(jupyter_path: &Path) -> Result<PathBuf> {
+    let exe = std::env::current_exe().map_err(|e| problem!("cannot find this binary: {e}"))?;
     let cache = cache_dir()?;
     let config = evcxr_config_dir(&cache);
     write_init_evcxr(&config)?;
     let spec_dir = jupyter_path.join("kernels").join(KERNEL_NAME);
-    fs::create_dir_all(&spec_dir).map_err(|e| format!("{}: {e}", spec_dir.display()))?;
+    fs::create_dir_all(&spec_dir).map_err(|e| problem!("{}: {e}", spec_dir.display()))?;
     let spec = serde_json::json!({
         "argv": [exe, "kernel", "serve", "--control-file", "{connection_file}"],
         "display_name": DISPLAY_NAME,
@@ -165,29 +165,29 @@ pub fn install(jupyter_path: &Path) -> Result<PathBuf, String> {
 ///
 /// # Errors
 /// The folder holds a kernelspec that is not ours, or cannot be removed.
-pub fn uninstall(jupyter_path: &Path) -> Result<Option<PathBuf>, String> {
+pub fn uninstall(jupyter_path: &Path) -> Result<Option<PathBuf>> {
     let spec_dir = jupyter_path.join("kernels").join(KERNEL_NAME);
     let json = spec_dir.join("kernel.json");
     let text = match fs::read_to_string(&json) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", json.display())),
+        Err(e) => return Err(problem!("{}: {e}", json.display())),
     };
     let ours = serde_json::from_str::<serde_json::Value>(&text)
         .ok()
         .is_some_and(|v| v["display_name"] == DISPLAY_NAME);
     if !ours {
-        return Err(format!(
+        return Err(problem!(
             "{}: not written by attention-lab, left alone",
             json.display()
         ));
     }
-    fs::remove_dir_all(&spec_dir).map_err(|e| format!("{}: {e}", spec_dir.display()))?;
+    fs::remove_dir_all(&spec_dir).map_err(|e| problem!("{}: {e}", spec_dir.display()))?;
     Ok(Some(spec_dir))
 }
 
-fn write_init_evcxr(config: &Path) -> Result<(), String> {
-    fs::create_dir_all(config).map_err(|e| format!("{}: {e}", config.display()))?;
+fn write_init_evcxr(config: &Path) -> Result<()> {
+    fs::create_dir_all(config).map_err(|e| problem!("{}: {e}", config.display()))?;
     let init = config.join("init.evcxr");
     let text = format!(":cache {EVCXR_CACHE_MIB}\n");
     if fs::read_to_string(&init).is_ok_and(|t| t == text) {
@@ -197,7 +197,7 @@ fn write_init_evcxr(config: &Path) -> Result<(), String> {
 }
 
 /// Replaces `path` atomically (a temporary file in the same folder, then rename).
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let dir = path.parent().unwrap_or(Path::new("."));
     let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
@@ -210,10 +210,10 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
 /// Prepares the kernel's environment and becomes `attention-lab --control_file FILE`
 /// (evcxr_jupyter reads its arguments from argv).
 #[cfg(unix)]
-fn serve(control_file: &Path) -> Result<(), String> {
+fn serve(control_file: &Path) -> Result<()> {
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let exe = std::env::current_exe().map_err(|e| problem!("cannot find this binary: {e}"))?;
     let cache = cache_dir()?;
     let config = std::env::var_os("EVCXR_CONFIG_DIR")
         .map(PathBuf::from)
@@ -231,7 +231,7 @@ fn serve(control_file: &Path) -> Result<(), String> {
     // kernels are never rewritten.
     let no_update = cache.join("jupyter-path-unused");
     if no_update.join("kernels").exists() {
-        return Err(format!(
+        return Err(problem!(
             "{}: must not exist",
             no_update.join("kernels").display()
         ));
@@ -249,7 +249,7 @@ fn serve(control_file: &Path) -> Result<(), String> {
         .env("EVCXR_CONFIG_DIR", &config)
         .exec();
     drop(lock);
-    Err(format!("cannot start the kernel: {error}"))
+    Err(problem!("cannot start the kernel: {error}"))
 }
 
 /// `LD_LIBRARY_PATH` with the toolchain's target library folder first, where the cells'
@@ -276,7 +276,7 @@ fn library_path_with_libstd() -> Option<std::ffi::OsString> {
 }
 
 #[cfg(not(unix))]
-fn serve(_control_file: &Path) -> Result<(), String> {
+fn serve(_control_file: &Path) -> Result<()> {
     Err("the kernel needs a Unix system (Linux or macOS)".to_owned())
 }
 
@@ -284,9 +284,9 @@ fn serve(_control_file: &Path) -> Result<(), String> {
 /// notebooks open at once never share one. A notebook's own folder (keyed by its session
 /// name) when it is free; else the first free shared slot.
 #[cfg(unix)]
-fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(PathBuf, fs::File), String> {
+fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(PathBuf, fs::File)> {
     use std::os::fd::AsRawFd;
-    fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    fs::create_dir_all(root).map_err(|e| problem!("{}: {e}", root.display()))?;
     let named = session.map(|s| format!("nb-{}", slug(s)));
     let slots = (0..64).map(|i| format!("slot-{i}"));
     for name in named.into_iter().chain(slots) {
@@ -296,13 +296,13 @@ fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(PathBuf, fs::F
             .truncate(false)
             .write(true)
             .open(&lock_path)
-            .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+            .map_err(|e| problem!("{}: {e}", lock_path.display()))?;
         // SAFETY: flock on a descriptor we own.
         if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
             return Ok((root.join(name), lock));
         }
     }
-    Err(format!(
+    Err(problem!(
         "{}: all 64 build folders are in use by other kernels",
         root.display()
     ))

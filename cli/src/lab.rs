@@ -1,5 +1,7 @@
 //! `attention-lab lab [DIR]`: JupyterLab with the project's Rust kernel, in one command.
 
+use crate::error::{print, warn, Result};
+use crate::problem;
 use std::fs;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -28,20 +30,14 @@ pub struct LabArgs {
     no_browser: bool,
 }
 
-/// Runs `attention-lab lab`; returns the exit status.
-pub fn run(args: LabArgs) -> i32 {
-    match lab(&args) {
-        Ok(status) => status,
-        Err(message) => {
-            eprintln!("attention-lab lab: {message}");
-            2
-        }
-    }
-}
-
-fn lab(args: &LabArgs) -> Result<i32, String> {
+/// Runs `attention-lab lab`; returns JupyterLab's exit status.
+///
+/// # Errors
+/// No such folder, a busy port, no Python, a failed install, a failing stdout.
+pub fn run(args: LabArgs) -> Result<u8> {
+    let args = &args;
     if !args.dir.is_dir() {
-        return Err(format!("{}: no such folder", args.dir.display()));
+        return Err(problem!("{}: no such folder", args.dir.display()));
     }
     // Jupyter would quietly move to another port; say which one is taken instead.
     let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
@@ -82,33 +78,35 @@ fn lab(args: &LabArgs) -> Result<i32, String> {
     }
     let mut child = command
         .spawn()
-        .map_err(|e| format!("cannot start JupyterLab from {}: {e}", venv.display()))?;
+        .map_err(|e| problem!("cannot start JupyterLab from {}: {e}", venv.display()))?;
     let started = Instant::now();
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("JupyterLab stopped before serving ({status})"));
+            return Err(problem!("JupyterLab stopped before serving ({status})"));
         }
         if started.elapsed() > Duration::from_secs(180) {
             let _ = child.kill();
-            return Err(format!(
+            return Err(problem!(
                 "JupyterLab did not answer on port {} in 180 s",
                 args.port
             ));
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    println!(
-        "JupyterLab: http://127.0.0.1:{}/lab?token={token}",
+    print(&format!(
+        "JupyterLab: http://127.0.0.1:{}/lab?token={token}\n",
         args.port
-    );
+    ))?;
     let status = child
         .wait()
-        .map_err(|e| format!("waiting for JupyterLab: {e}"))?;
-    Ok(status.code().unwrap_or(0))
+        .map_err(|e| problem!("waiting for JupyterLab: {e}"))?;
+    Ok(status
+        .code()
+        .map_or(0, |code| u8::try_from(code).unwrap_or(1)))
 }
 
 /// Makes (or reuses) the venv with the pinned JupyterLab; returns its folder.
-fn ensure_venv(venv: &Path) -> Result<PathBuf, String> {
+fn ensure_venv(venv: &Path) -> Result<PathBuf> {
     let ready = venv.join("attention-lab-ready");
     if fs::read_to_string(&ready).is_ok_and(|t| t.trim() == JUPYTERLAB) {
         return Ok(venv.to_owned());
@@ -122,17 +120,17 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf, String> {
     }
     // A half-made venv from an interrupted run is made again from scratch.
     if venv.exists() {
-        fs::remove_dir_all(venv).map_err(|e| format!("{}: {e}", venv.display()))?;
+        fs::remove_dir_all(venv).map_err(|e| problem!("{}: {e}", venv.display()))?;
     }
-    eprintln!(
+    warn(&format!(
         "attention-lab lab: installing {JUPYTERLAB} in {} (once)",
         venv.display()
-    );
+    ));
     let made = Command::new("python3")
         .args(["-m", "venv"])
         .arg(venv)
         .output()
-        .map_err(|e| format!("python3 -m venv: {e}"))?;
+        .map_err(|e| problem!("python3 -m venv: {e}"))?;
     if !made.status.success() {
         let _ = fs::remove_dir_all(venv);
         return Err(
@@ -159,22 +157,22 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf, String> {
             JUPYTERLAB,
         ])
         .status()
-        .map_err(|e| format!("pip: {e}"))?;
+        .map_err(|e| problem!("pip: {e}"))?;
     if !installed.success() {
-        return Err(format!(
+        return Err(problem!(
             "pip could not install {JUPYTERLAB} (network?) into {}",
             venv.display()
         ));
     }
-    fs::write(&ready, JUPYTERLAB).map_err(|e| format!("{}: {e}", ready.display()))?;
+    fs::write(&ready, JUPYTERLAB).map_err(|e| problem!("{}: {e}", ready.display()))?;
     Ok(venv.to_owned())
 }
 
 /// A random token for JupyterLab's URL.
-fn token() -> Result<String, String> {
+fn token() -> Result<String> {
     let mut bytes = [0u8; 24];
     fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| format!("/dev/urandom: {e}"))?;
+        .map_err(|e| problem!("/dev/urandom: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -1,44 +1,12 @@
 //! Matrix input shared by `show`, `solve` and `exercise`: reading .npy files of any supported
 //! dtype, parsing inline JSON matrices, and the one-line error every subcommand reports.
 
+use crate::error::{Error, Result};
+use crate::problem;
 use attention_lab::np::{array_repr, array_str, NpElement, PrintOptions};
 use ndarray::{Array2, ArrayD, Ix2};
 use ndarray_npy::{ReadNpyError, ReadNpyExt};
-use std::fmt;
 use std::path::Path;
-
-/// A failure of a subcommand, reported as one line on stderr with exit status 2.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CliError(pub String);
-
-impl CliError {
-    /// An error about `what` (a file name or a flag), e.g. `--wq: not a number`.
-    pub fn at(what: impl fmt::Display, problem: impl fmt::Display) -> CliError {
-        CliError(format!("{what}: {problem}"))
-    }
-}
-
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// Exit status for bad input, as clap uses for bad arguments.
-pub const EXIT_BAD_INPUT: i32 = 2;
-
-/// Prints `err` as one line and returns the exit status; every subcommand ends through here.
-pub fn report(result: Result<(), CliError>) -> i32 {
-    match result {
-        Ok(()) => 0,
-        Err(err) => {
-            // A message may quote a file's bytes or a JSON error; keep it to one line.
-            let line = err.0.replace(['\n', '\r'], " ");
-            eprintln!("error: {line}");
-            EXIT_BAD_INPUT
-        }
-    }
-}
 
 /// A .npy array of one of the dtypes NumPy prints and the library formats.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,24 +62,23 @@ const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 /// C or Fortran order, any number of dimensions).
 ///
 /// # Errors
-/// A [`CliError`] naming `path` when the file cannot be read, is not a .npy file, has another
+/// A [`Error`] naming `path` when the file cannot be read, is not a .npy file, has another
 /// dtype, or is truncated.
-pub fn read_npy(path: &str) -> Result<NpyArray, CliError> {
-    let bytes =
-        std::fs::read(Path::new(path)).map_err(|e| CliError::at(path, io_problem("read", &e)))?;
+pub fn read_npy(path: &str) -> Result<NpyArray> {
+    let bytes = std::fs::read(Path::new(path)).map_err(|e| Error::io(path, "read", e))?;
     if !bytes.starts_with(NPY_MAGIC) {
-        return Err(CliError::at(
+        return Err(Error::at(
             path,
             "not a .npy file (it does not start with the NumPy magic string)",
         ));
     }
     // ndarray-npy reads one element type at a time; try each until the descriptor matches.
     let problem = |e: ReadNpyError| match e {
-        ReadNpyError::WrongDescriptor(descr) => CliError::at(
+        ReadNpyError::WrongDescriptor(descr) => Error::at(
             path,
             format!("unsupported dtype {descr} (supported: float64, float32, int64, int32, bool)"),
         ),
-        other => CliError::at(path, format!("not a valid .npy file: {other}")),
+        other => Error::at(path, format!("not a valid .npy file: {other}")),
     };
     macro_rules! attempt {
         ($t:ty, $variant:ident) => {
@@ -130,18 +97,6 @@ pub fn read_npy(path: &str) -> Result<NpyArray, CliError> {
         Ok(a) => Ok(NpyArray::Bool(a)),
         Err(e) => Err(problem(e)),
     }
-}
-
-/// `cannot ACTION: PROBLEM` for an I/O error, without Rust's `(os error 2)` suffix, which
-/// means nothing to a student.
-pub fn io_problem(action: &str, e: &std::io::Error) -> String {
-    let text = match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file".to_string(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-        std::io::ErrorKind::IsADirectory => "is a directory, not a file".to_string(),
-        _ => e.to_string(),
-    };
-    format!("cannot {action}: {text}")
 }
 
 /// Splits a flag's value into matrices at top-level commas, so that
@@ -167,22 +122,22 @@ pub fn split_list(value: &str) -> Vec<&str> {
 /// One matrix given to `flag`: inline JSON when `value` starts with `[`, else a .npy path.
 ///
 /// # Errors
-/// A [`CliError`] naming the flag (and the file) when the value is not a readable 2-D
+/// A [`Error`] naming the flag (and the file) when the value is not a readable 2-D
 /// matrix of numbers.
-pub fn matrix(flag: &str, value: &str) -> Result<Array2<f64>, CliError> {
+pub fn matrix(flag: &str, value: &str) -> Result<Array2<f64>> {
     if value.starts_with('[') {
-        return json_matrix(value).map_err(|problem| CliError::at(flag, problem));
+        return json_matrix(value).map_err(|problem| Error::at(flag, problem));
     }
     if value.is_empty() {
-        return Err(CliError::at(
+        return Err(Error::at(
             flag,
             "empty value (expected a .npy path or a JSON matrix)",
         ));
     }
-    let a = read_npy(value).map_err(|e| CliError::at(flag, e))?.to_f64();
+    let a = read_npy(value).map_err(|e| Error::at(flag, e))?.to_f64();
     let shape = a.shape().to_vec();
     a.into_dimensionality::<Ix2>().map_err(|_| {
-        CliError::at(
+        Error::at(
             format!("{flag}: {value}"),
             format!(
                 "expected a 2-D matrix, got shape {}",
@@ -193,9 +148,18 @@ pub fn matrix(flag: &str, value: &str) -> Result<Array2<f64>, CliError> {
 }
 
 /// Parses `[[1, 2], [3, 4]]` into a matrix; the error says which element or row is wrong.
-fn json_matrix(value: &str) -> Result<Array2<f64>, String> {
+///
+/// ```
+/// use attention_lab_cli::matrices::json_matrix;
+/// assert_eq!(json_matrix("[[1, 2], [3, 4]]").unwrap()[[1, 0]], 3.0);
+/// assert!(json_matrix("[[1, 2], [3]]").is_err());
+/// ```
+///
+/// # Errors
+/// Invalid JSON, a row that is not a list, an element that is not a number, ragged rows.
+pub fn json_matrix(value: &str) -> Result<Array2<f64>> {
     let json: serde_json::Value =
-        serde_json::from_str(value).map_err(|e| format!("invalid JSON: {e}"))?;
+        serde_json::from_str(value).map_err(|e| problem!("invalid JSON: {e}"))?;
     matrix_from_json(&json)
 }
 
@@ -204,16 +168,16 @@ fn json_matrix(value: &str) -> Result<Array2<f64>, String> {
 ///
 /// # Errors
 /// Which element or row is wrong, or that the matrix is empty.
-pub fn matrix_from_json(json: &serde_json::Value) -> Result<Array2<f64>, String> {
+pub fn matrix_from_json(json: &serde_json::Value) -> Result<Array2<f64>> {
     let rows = json.as_array().ok_or("expected a JSON list of rows")?;
     let mut flat = Vec::new();
     let mut cols = None;
     for (i, row) in rows.iter().enumerate() {
         let row = row
             .as_array()
-            .ok_or_else(|| format!("expected a 2-D matrix, but row {i} is not a list: {row}"))?;
+            .ok_or_else(|| problem!("expected a 2-D matrix, but row {i} is not a list: {row}"))?;
         if *cols.get_or_insert(row.len()) != row.len() {
-            return Err(format!(
+            return Err(problem!(
                 "row {i} has {} numbers but row 0 has {}",
                 row.len(),
                 cols.unwrap_or(0)
@@ -228,7 +192,7 @@ pub fn matrix_from_json(json: &serde_json::Value) -> Result<Array2<f64>, String>
                     Some("-Infinity") => Some(f64::NEG_INFINITY),
                     _ => None,
                 })
-                .ok_or_else(|| format!("element [{i}][{j}] is not a number: {v}"))?;
+                .ok_or_else(|| problem!("element [{i}][{j}] is not a number: {v}"))?;
             flat.push(x);
         }
     }
@@ -254,11 +218,11 @@ mod tests {
     #[test]
     fn json_matrix_errors_name_the_element() {
         assert_eq!(
-            json_matrix("[[1, \"a\"]]").unwrap_err(),
+            json_matrix("[[1, \"a\"]]").unwrap_err().to_string(),
             "element [0][1] is not a number: \"a\""
         );
         assert_eq!(
-            json_matrix("[[1, 2], [3]]").unwrap_err(),
+            json_matrix("[[1, 2], [3]]").unwrap_err().to_string(),
             "row 1 has 1 numbers but row 0 has 2"
         );
     }

@@ -5,9 +5,10 @@
 //! not give the seed, so another student's key cannot be rebuilt. The seed is never printed on
 //! a sheet. The same roster, secret and options give the same files, byte for byte.
 
+use crate::error::{io_problem, warn, Error, Result};
 use crate::exercise::{draw, sheet, write_atomically, ExerciseArgs, Format, Layout};
 use crate::grade::safe_id;
-use crate::matrices::{io_problem, CliError};
+use crate::problem;
 use crate::solve::{layer, to_json};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
@@ -39,20 +40,20 @@ pub fn student_seed(secret: &[u8], id: &str) -> u32 {
 ///
 /// # Errors
 /// One line naming the file and, for a bad row, its line number.
-pub fn read_roster(path: &Path) -> Result<Vec<Student>, CliError> {
+pub fn read_roster(path: &Path) -> Result<Vec<Student>> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| CliError::at(&shown, io_problem("read", &e)))?;
+    let bytes = std::fs::read(path).map_err(|e| Error::io(&shown, "read", e))?;
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .trim(csv::Trim::All)
         .from_reader(&bytes[..]);
     let headers = reader
         .headers()
-        .map_err(|e| CliError::at(&shown, format!("not a CSV file: {e}")))?
+        .map_err(|e| Error::at(&shown, format!("not a CSV file: {e}")))?
         .clone();
     let column = |name: &str| headers.iter().position(|h| h.eq_ignore_ascii_case(name));
     let id_col = column("id").ok_or_else(|| {
-        CliError::at(
+        Error::at(
             &shown,
             format!(
                 "no column named id (the header line is: {})",
@@ -64,9 +65,9 @@ pub fn read_roster(path: &Path) -> Result<Vec<Student>, CliError> {
     let mut students: Vec<Student> = Vec::new();
     let mut lines = std::collections::BTreeMap::new();
     for record in reader.records() {
-        let record = record.map_err(|e| CliError::at(&shown, format!("not a CSV file: {e}")))?;
+        let record = record.map_err(|e| Error::at(&shown, format!("not a CSV file: {e}")))?;
         let line = record.position().map_or(0, |p| p.line());
-        let at = |problem: String| CliError::at(format!("{shown}: line {line}"), problem);
+        let at = |problem: String| Error::at(format!("{shown}: line {line}"), problem);
         if record.iter().all(str::is_empty) {
             continue;
         }
@@ -90,37 +91,36 @@ pub fn read_roster(path: &Path) -> Result<Vec<Student>, CliError> {
         students.push(Student { id, name });
     }
     if students.is_empty() {
-        return Err(CliError::at(&shown, "no students (only a header line)"));
+        return Err(Error::at(&shown, "no students (only a header line)"));
     }
     Ok(students)
 }
 
 /// The course secret from `--secret` or `--secret-file`.
-fn secret(args: &ExerciseArgs) -> Result<Vec<u8>, CliError> {
+fn secret(args: &ExerciseArgs) -> Result<Vec<u8>> {
     let secret = match (&args.secret, &args.secret_file) {
         (Some(s), _) => s.as_bytes().to_vec(),
         (None, Some(path)) => {
             let shown = path.display().to_string();
-            let mut bytes =
-                std::fs::read(path).map_err(|e| CliError::at(&shown, io_problem("read", &e)))?;
+            let mut bytes = std::fs::read(path).map_err(|e| Error::io(&shown, "read", e))?;
             // An editor's final newline is not part of the secret.
             while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
                 bytes.pop();
             }
             if bytes.is_empty() {
-                return Err(CliError::at(&shown, "the secret file is empty"));
+                return Err(Error::at(&shown, "the secret file is empty"));
             }
             bytes
         }
         (None, None) => {
-            return Err(CliError::at(
+            return Err(Error::at(
                 "--roster",
                 "needs the course secret: --secret SECRET or --secret-file FILE",
             ))
         }
     };
     if secret.is_empty() {
-        return Err(CliError::at("--secret", "the secret is empty"));
+        return Err(Error::at("--secret", "the secret is empty"));
     }
     Ok(secret)
 }
@@ -129,7 +129,7 @@ fn secret(args: &ExerciseArgs) -> Result<Vec<u8>, CliError> {
 ///
 /// # Errors
 /// A bad roster or secret, or a file that cannot be written, in one line.
-pub fn run(args: &ExerciseArgs) -> Result<(), CliError> {
+pub fn run(args: &ExerciseArgs) -> Result<()> {
     let roster = args.roster.as_deref().expect("--roster given");
     let out = args
         .out
@@ -140,8 +140,7 @@ pub fn run(args: &ExerciseArgs) -> Result<(), CliError> {
     let sheets = out.join("sheets");
     let keys = out.join("keys");
     for dir in [&sheets, &keys] {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::at(dir.display(), io_problem("create", &e)))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display(), "create", e))?;
     }
     let mut tex_files = Vec::new();
     for student in &students {
@@ -171,8 +170,8 @@ pub fn run(args: &ExerciseArgs) -> Result<(), CliError> {
     compile_pdfs(out, &tex_files)
 }
 
-fn write(path: &Path, text: &str) -> Result<(), CliError> {
-    write_atomically(&path.to_string_lossy(), text).map_err(|e| CliError::at(path.display(), e))
+fn write(path: &Path, text: &str) -> Result<()> {
+    write_atomically(&path.to_string_lossy(), text).map_err(|e| Error::at(path.display(), e))
 }
 
 /// The sheet's heading: the name (when given) and the id, never the seed.
@@ -212,10 +211,12 @@ fn tex_text(s: &str) -> String {
 
 /// The machine-readable key: the student, the options, the given matrices and, under
 /// `"solution"`, exactly what `solve --json` writes for them.
-fn key_json(args: &ExerciseArgs, student: &Student, seed: u32) -> Result<String, CliError> {
+fn key_json(args: &ExerciseArgs, student: &Student, seed: u32) -> Result<String> {
     let p = draw(args, seed)?;
     let layer = layer(&p.wq, &p.wk, &p.wv, Some(p.wo.clone()), None)?;
-    let out = layer.forward(&p.x).map_err(|e| CliError(e.to_string()))?;
+    let out = layer
+        .forward(&p.x)
+        .map_err(|e| Error::Input(e.to_string()))?;
     let list = |ms: &[ndarray::Array2<f64>]| {
         let each: Vec<String> = ms.iter().map(crate::solve::matrix_json).collect();
         format!("[{}]", each.join(", "))
@@ -244,7 +245,7 @@ fn key_json(args: &ExerciseArgs, student: &Student, seed: u32) -> Result<String,
 
 /// Compiles each .tex beside itself when pdflatex is on PATH; says once when it is not. A
 /// sheet that fails is reported in one line and the others are still compiled.
-fn compile_pdfs(out: &Path, tex_files: &[PathBuf]) -> Result<(), CliError> {
+fn compile_pdfs(out: &Path, tex_files: &[PathBuf]) -> Result<()> {
     // A build folder of our own: pdflatex's .aux and .log stay out of the handed-out folders.
     let builds = out.join(".build");
     let mut failed = 0;
@@ -257,8 +258,7 @@ fn compile_pdfs(out: &Path, tex_files: &[PathBuf]) -> Result<(), CliError> {
             .into_owned();
         let folder = dir.file_name().map_or("".into(), |d| d.to_string_lossy());
         let build = builds.join(format!("{folder}-{stem}"));
-        std::fs::create_dir_all(&build)
-            .map_err(|e| CliError::at(build.display(), io_problem("create", &e)))?;
+        std::fs::create_dir_all(&build).map_err(|e| Error::io(build.display(), "create", e))?;
         let run = std::process::Command::new("pdflatex")
             .args([
                 "-interaction=nonstopmode",
@@ -275,13 +275,11 @@ fn compile_pdfs(out: &Path, tex_files: &[PathBuf]) -> Result<(), CliError> {
         let result = match run {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let _ = std::fs::remove_dir_all(&builds);
-                eprintln!(
-                    "note: pdflatex is not on PATH; the sheets are written as .md and .tex only"
-                );
+                warn("note: pdflatex is not on PATH; the sheets are written as .md and .tex only");
                 return Ok(());
             }
-            Err(e) => Err(format!("cannot run pdflatex: {e}")),
-            Ok(o) if !o.status.success() => Err(format!(
+            Err(e) => Err(problem!("cannot run pdflatex: {e}")),
+            Ok(o) if !o.status.success() => Err(problem!(
                 "pdflatex failed (see {}); the .md and .tex are written",
                 build.join(format!("{stem}.log")).display()
             )),
@@ -289,7 +287,7 @@ fn compile_pdfs(out: &Path, tex_files: &[PathBuf]) -> Result<(), CliError> {
                 build.join(format!("{stem}.pdf")),
                 dir.join(format!("{stem}.pdf")),
             )
-            .map_err(|e| io_problem("move the PDF", &e)),
+            .map_err(|e| Error::Input(io_problem("move the PDF", &e))),
         };
         match result {
             Ok(()) => {
@@ -297,14 +295,14 @@ fn compile_pdfs(out: &Path, tex_files: &[PathBuf]) -> Result<(), CliError> {
             }
             Err(problem) => {
                 failed += 1;
-                eprintln!("error: {}: {problem}", tex.display());
+                warn(&format!("error: {}: {problem}", tex.display()));
             }
         }
     }
     // Empty once every sheet compiled; kept with the logs otherwise.
     let _ = std::fs::remove_dir(&builds);
     if failed > 0 {
-        return Err(CliError::at(
+        return Err(Error::at(
             out.display(),
             format!("{failed} of {} PDFs could not be made", tex_files.len()),
         ));

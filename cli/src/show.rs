@@ -1,6 +1,7 @@
 //! `attention-lab show`: print .npy files exactly as NumPy's `print(a)` or `repr(a)` would.
 
-use crate::matrices::{read_npy, report, CliError};
+use crate::error::{print, Result};
+use crate::matrices::read_npy;
 use attention_lab::np::PrintOptions;
 use clap::Args;
 
@@ -26,13 +27,17 @@ pub struct ShowArgs {
 }
 
 /// Runs `show`; returns the exit status.
-pub fn run(args: ShowArgs) -> i32 {
-    report(show(&args).map(|text| print!("{text}")))
+///
+/// # Errors
+/// A file that cannot be read or is not a .npy file of a supported dtype; a failing stdout.
+pub fn run(args: ShowArgs) -> Result<u8> {
+    print(&show(&args)?)?;
+    Ok(0)
 }
 
 /// The whole output; every file is read before anything is printed, so a bad file gives
 /// only its error.
-fn show(args: &ShowArgs) -> Result<String, CliError> {
+fn show(args: &ShowArgs) -> Result<String> {
     let opts = PrintOptions {
         precision: args.precision,
         suppress: args.suppress,

@@ -1,7 +1,8 @@
 //! `attention-lab solve`: the worked solution of a multi-head self-attention problem, step by
 //! step as a NumPy worked example prints it, or every intermediate as JSON.
 
-use crate::matrices::{matrix, report, split_list, CliError};
+use crate::error::{print, Error, Result};
+use crate::matrices::{matrix, split_list};
 use attention_lab::np::{array_str, PrintOptions};
 use attention_lab::prelude::{Head, MultiHead, MultiHeadOutput, Softmax};
 use clap::{Args, ValueEnum};
@@ -70,18 +71,22 @@ impl From<SoftmaxArg> for Softmax {
 }
 
 /// Runs `solve`; returns the exit status.
-pub fn run(args: SolveArgs) -> i32 {
-    report(solve(&args).map(|text| print!("{text}")))
+///
+/// # Errors
+/// A matrix that cannot be read, shapes that do not fit together; a failing stdout.
+pub fn run(args: SolveArgs) -> Result<u8> {
+    print(&solve(&args)?)?;
+    Ok(0)
 }
 
-fn solve(args: &SolveArgs) -> Result<String, CliError> {
+fn solve(args: &SolveArgs) -> Result<String> {
     let x = matrix("--x", &args.x)?;
     let wq = matrices("--wq", &args.wq)?;
     let wk = matrices("--wk", &args.wk)?;
     let wv = matrices("--wv", &args.wv)?;
     let wo = args.wo.as_deref().map(|w| matrix("--wo", w)).transpose()?;
     let layer = layer(&wq, &wk, &wv, wo, args.split)?.with_softmax(args.softmax.into());
-    let out = layer.forward(&x).map_err(|e| CliError(e.to_string()))?;
+    let out = layer.forward(&x).map_err(|e| Error::Input(e.to_string()))?;
     let has_wo = layer.wo().is_some();
     if args.json {
         return Ok(format!("{}\n", to_json(&out, has_wo)));
@@ -95,7 +100,7 @@ fn solve(args: &SolveArgs) -> Result<String, CliError> {
 }
 
 /// Every matrix given to a repeatable, comma-separated flag, in order.
-fn matrices(flag: &str, values: &[String]) -> Result<Vec<Array2<f64>>, CliError> {
+fn matrices(flag: &str, values: &[String]) -> Result<Vec<Array2<f64>>, Error> {
     values
         .iter()
         .flat_map(|v| split_list(v))
@@ -106,7 +111,7 @@ fn matrices(flag: &str, values: &[String]) -> Result<Vec<Array2<f64>>, CliError>
 /// The layer from one W_Q/W_K/W_V per head, or from one of each split into `split` heads.
 ///
 /// # Errors
-/// A [`CliError`] naming the flag when the counts of matrices disagree, or the library's
+/// A [`Error`] naming the flag when the counts of matrices disagree, or the library's
 /// shape message.
 pub fn layer(
     wq: &[Array2<f64>],
@@ -114,12 +119,12 @@ pub fn layer(
     wv: &[Array2<f64>],
     wo: Option<Array2<f64>>,
     split: Option<usize>,
-) -> Result<MultiHead, CliError> {
-    let attention = |e: attention_lab::prelude::AttentionError| CliError(e.to_string());
+) -> Result<MultiHead> {
+    let attention = |e: attention_lab::prelude::AttentionError| Error::Input(e.to_string());
     if let Some(h) = split {
         for (flag, ws) in [("--wq", wq), ("--wk", wk), ("--wv", wv)] {
             if ws.len() != 1 {
-                return Err(CliError::at(
+                return Err(Error::at(
                     flag,
                     format!(
                         "--split takes one matrix to split, but {} were given",
@@ -132,7 +137,7 @@ pub fn layer(
     }
     for (flag, ws) in [("--wk", wk), ("--wv", wv)] {
         if ws.len() != wq.len() {
-            return Err(CliError::at(
+            return Err(Error::at(
                 flag,
                 format!(
                     "{} matrices given but --wq has {} (one per head)",
@@ -146,7 +151,7 @@ pub fn layer(
     let heads = (0..wq.len())
         .map(|i| {
             Head::new(wq[i].clone(), wk[i].clone(), wv[i].clone())
-                .map_err(|e| CliError(format!("head {}: {e}", i + 1)))
+                .map_err(|e| Error::Input(format!("head {}: {e}", i + 1)))
         })
         .collect::<Result<Vec<_>, _>>()?;
     MultiHead::new(heads, wo).map_err(attention)

@@ -2,9 +2,10 @@
 //! sanitize files.
 
 use super::notebook::join_text;
+use crate::error::{io_text, Result};
+use crate::problem;
 use regex::Regex;
 use serde_json::Value;
-use std::fmt;
 use std::path::Path;
 
 /// One regex/replace pair from a sanitize file.
@@ -16,32 +17,24 @@ pub struct Sanitizer {
     pub replace: String,
 }
 
-/// A sanitize file that could not be used; the message names file, section
-/// and problem on one line.
-#[derive(Debug)]
-pub struct SanitizeError(pub String);
-
-impl fmt::Display for SanitizeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 /// Reads an nbval sanitize file: INI sections, each with `regex:` and
 /// `replace:` lines (`=` also accepted, `#`/`;` comment lines ignored).
-pub fn load_sanitize_file(path: &Path) -> Result<Vec<Sanitizer>, SanitizeError> {
+///
+/// # Errors
+/// The file cannot be read, a section lacks `regex:`, or a regex is invalid.
+pub fn load_sanitize_file(path: &Path) -> Result<Vec<Sanitizer>> {
     let text = std::fs::read_to_string(path).map_err(|error| {
-        SanitizeError(format!(
-            "cannot read sanitize file {}: {error}",
-            path.display()
-        ))
+        problem!(
+            "cannot read sanitize file {}: {}",
+            path.display(),
+            io_text(&error)
+        )
     })?;
-    parse_sanitize(&text)
-        .map_err(|message| SanitizeError(format!("sanitize file {}: {message}", path.display())))
+    parse_sanitize(&text).map_err(|message| problem!("sanitize file {}: {message}", path.display()))
 }
 
 /// Parses sanitize-file text; errors are relative to the file.
-pub fn parse_sanitize(text: &str) -> Result<Vec<Sanitizer>, String> {
+pub fn parse_sanitize(text: &str) -> Result<Vec<Sanitizer>> {
     struct Section {
         name: String,
         line: usize,
@@ -65,19 +58,19 @@ pub fn parse_sanitize(text: &str) -> Result<Vec<Sanitizer>, String> {
             continue;
         }
         let Some(split) = line.find([':', '=']) else {
-            return Err(format!(
+            return Err(problem!(
                 "line {number}: expected `key: value`, found {line:?}"
             ));
         };
         let key = line[..split].trim().to_ascii_lowercase();
         let value = line[split + 1..].trim().to_owned();
         let Some(section) = sections.last_mut() else {
-            return Err(format!("line {number}: `{key}` outside a [section]"));
+            return Err(problem!("line {number}: `{key}` outside a [section]"));
         };
         match key.as_str() {
             "regex" => section.regex = Some(value),
             "replace" => section.replace = Some(value),
-            other => return Err(format!("line {number}: unknown key `{other}`")),
+            other => return Err(problem!("line {number}: unknown key `{other}`")),
         }
     }
     sections
@@ -86,7 +79,7 @@ pub fn parse_sanitize(text: &str) -> Result<Vec<Sanitizer>, String> {
             let name = &section.name;
             let pattern = section
                 .regex
-                .ok_or_else(|| format!("section [{name}] (line {}) has no regex", section.line))?;
+                .ok_or_else(|| problem!("section [{name}] (line {}) has no regex", section.line))?;
             let regex = Regex::new(&pattern).map_err(|error| {
                 format!(
                     "section [{name}]: bad regex {pattern:?}: {}",
@@ -332,7 +325,9 @@ mod tests {
             options.sanitize("took 12ms in /tmp/abc"),
             "took Nms in TMP-abc"
         );
-        let error = parse_sanitize("[bad]\nregex: (\nreplace: x\n").unwrap_err();
+        let error = parse_sanitize("[bad]\nregex: (\nreplace: x\n")
+            .unwrap_err()
+            .to_string();
         assert!(error.starts_with("section [bad]: bad regex"), "{error}");
         assert!(!error.contains('\n'), "{error}");
         assert!(parse_sanitize("regex: x\n").is_err());

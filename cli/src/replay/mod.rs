@@ -1,20 +1,20 @@
 //! `attention-lab replay`: re-runs evcxr notebooks in-process and checks that
 //! their outputs still match the stored ones (nbval for Rust).
 
+use crate::error::{io_text, print, warn, Error, Result};
+use crate::problem;
 pub mod compare;
 pub mod notebook;
 pub mod report;
 pub mod runner;
 pub mod terminal;
 
-use compare::{CompareOptions, SanitizeError};
+use compare::CompareOptions;
 use indicatif::{ProgressBar, ProgressStyle};
-use notebook::{FormatError, Notebook};
+use notebook::Notebook;
 use report::{CellReport, CellStatus, NotebookReport, Report, Totals};
 use runner::{CurrentDirGuard, Kernel, KernelOptions};
 use serde_json::Value;
-use std::fmt;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -53,46 +53,12 @@ pub struct ReplayArgs {
     pub cache: u64,
 }
 
-fn parse_seconds(text: &str) -> Result<f64, String> {
+fn parse_seconds(text: &str) -> Result<f64> {
     match text.parse::<f64>() {
         Ok(seconds) if seconds > 0.0 && seconds.is_finite() => Ok(seconds),
-        _ => Err(format!(
+        _ => Err(problem!(
             "expected a positive number of seconds, got {text:?}"
         )),
-    }
-}
-
-/// Problems with the command's input; each is reported on one line and
-/// makes the command exit with status 2 before any notebook runs.
-#[derive(Debug)]
-pub enum ReplayError {
-    /// A path on the command line does not exist.
-    MissingPath(PathBuf),
-    /// A folder holds no .ipynb file.
-    NoNotebooks(PathBuf),
-    /// A file or folder could not be read.
-    Unreadable(PathBuf, std::io::Error),
-    /// The sanitize file is unreadable or invalid.
-    Sanitize(SanitizeError),
-    /// The current folder is unusable.
-    CurrentDir(std::io::Error),
-}
-
-impl fmt::Display for ReplayError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReplayError::MissingPath(path) => {
-                write!(f, "{}: no such file or folder", path.display())
-            }
-            ReplayError::NoNotebooks(path) => {
-                write!(f, "{}: folder contains no .ipynb notebooks", path.display())
-            }
-            ReplayError::Unreadable(path, error) => {
-                write!(f, "{}: cannot read: {error}", path.display())
-            }
-            ReplayError::Sanitize(error) => write!(f, "{error}"),
-            ReplayError::CurrentDir(error) => write!(f, "cannot use the current folder: {error}"),
-        }
     }
 }
 
@@ -104,27 +70,21 @@ struct Input {
     absolute: PathBuf,
     /// Exact bytes read, to leave the file alone unless outputs change.
     original: String,
-    parsed: Result<Notebook, FormatError>,
+    parsed: Result<Notebook>,
 }
 
 /// Runs `replay` and returns the process exit status: 0 all matched,
-/// 1 a cell failed, 2 bad input (including a malformed notebook).
-pub fn run(args: ReplayArgs) -> i32 {
-    match run_inner(&args) {
-        Ok(status) => status,
-        Err(error) => {
-            eprintln!("error: {error}");
-            2
-        }
-    }
-}
-
-fn run_inner(args: &ReplayArgs) -> Result<i32, ReplayError> {
-    let cwd = std::env::current_dir().map_err(ReplayError::CurrentDir)?;
+/// 1 a cell failed, 2 bad input (a malformed notebook among the others).
+///
+/// # Errors
+/// Bad input found before any notebook runs (a missing path, a folder without notebooks, an
+/// unreadable or invalid sanitize file), a report that cannot be written, a failing stdout.
+pub fn run(args: ReplayArgs) -> Result<u8> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| problem!("cannot use the current folder: {}", io_text(&e)))?;
     let mut sanitizers = Vec::new();
     for file in &args.sanitize {
-        sanitizers
-            .extend(compare::load_sanitize_file(&cwd.join(file)).map_err(ReplayError::Sanitize)?);
+        sanitizers.extend(compare::load_sanitize_file(&cwd.join(file))?);
     }
     let compare = CompareOptions {
         compare_html: args.compare_html,
@@ -160,7 +120,7 @@ fn run_inner(args: &ReplayArgs) -> Result<i32, ReplayError> {
         let report = match &input.parsed {
             Err(error) => {
                 input_errors += 1;
-                progress.suspend(|| eprintln!("error: {}: {error}", input.display));
+                progress.suspend(|| warn(&format!("error: {}: {error}", input.display)));
                 NotebookReport {
                     path: input.display.clone(),
                     cells: 0,
@@ -183,10 +143,7 @@ fn run_inner(args: &ReplayArgs) -> Result<i32, ReplayError> {
                     &kernel_options,
                     &progress,
                 );
-                progress.suspend(|| {
-                    print!("{}", report.render());
-                    let _ = std::io::stdout().flush();
-                });
+                progress.suspend(|| print(&report.render()))?;
                 report
             }
         };
@@ -220,40 +177,41 @@ fn run_inner(args: &ReplayArgs) -> Result<i32, ReplayError> {
         totals,
         notebooks,
     };
-    println!();
-    print!("{}", report.render_summary());
-    let _ = std::io::stdout().flush();
+    print(&format!("\n{}", report.render_summary()))?;
     if let Some(path) = json_path {
-        if let Err(error) = report.write_json(&path) {
-            eprintln!(
-                "error: {}: cannot write JSON report: {error}",
-                path.display()
-            );
-            return Ok(2);
-        }
+        report.write_json(&path).map_err(|error| {
+            problem!(
+                "{}: cannot write JSON report: {}",
+                path.display(),
+                io_text(&error)
+            )
+        })?;
     }
     Ok(status)
 }
 
 /// Resolves command-line paths to notebooks and reads them all up front, so
 /// that bad input is reported before minutes of evcxr work.
-fn read_inputs(cwd: &Path, paths: &[PathBuf]) -> Result<Vec<Input>, ReplayError> {
+fn read_inputs(cwd: &Path, paths: &[PathBuf]) -> Result<Vec<Input>> {
     let mut found: Vec<(String, PathBuf)> = Vec::new();
     for path in paths {
         let absolute = cwd.join(path);
         let metadata = match std::fs::metadata(&absolute) {
             Ok(metadata) => metadata,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ReplayError::MissingPath(path.clone()))
+                return Err(Error::at(path.display(), "no such file or folder"))
             }
-            Err(error) => return Err(ReplayError::Unreadable(path.clone(), error)),
+            Err(error) => return Err(Error::io(path.display(), "read", error)),
         };
         if metadata.is_dir() {
             let mut relative = Vec::new();
             find_notebooks(&absolute, Path::new(""), &mut relative)
-                .map_err(|(folder, error)| ReplayError::Unreadable(path.join(folder), error))?;
+                .map_err(|(folder, error)| Error::io(path.join(folder).display(), "read", error))?;
             if relative.is_empty() {
-                return Err(ReplayError::NoNotebooks(path.clone()));
+                return Err(Error::at(
+                    path.display(),
+                    "folder contains no .ipynb notebooks",
+                ));
             }
             relative.sort();
             for rel in relative {
@@ -268,14 +226,13 @@ fn read_inputs(cwd: &Path, paths: &[PathBuf]) -> Result<Vec<Input>, ReplayError>
         if inputs.iter().any(|input| input.absolute == absolute) {
             continue;
         }
-        let bytes = std::fs::read(&absolute)
-            .map_err(|error| ReplayError::Unreadable(PathBuf::from(&display), error))?;
+        let bytes = std::fs::read(&absolute).map_err(|error| Error::io(&display, "read", error))?;
         let (original, parsed) = match String::from_utf8(bytes) {
             Ok(text) => {
                 let parsed = Notebook::parse(&text);
                 (text, parsed)
             }
-            Err(_) => (String::new(), Err(FormatError("not UTF-8 text".into()))),
+            Err(_) => (String::new(), Err(Error::from("not UTF-8 text"))),
         };
         inputs.push(Input {
             display,
@@ -356,7 +313,7 @@ fn run_notebook(
                 Some(kernel)
             }
             Err(error) => {
-                report.error = Some(error);
+                report.error = Some(error.to_string());
                 None
             }
         },

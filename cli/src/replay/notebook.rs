@@ -1,9 +1,9 @@
 //! The nbformat 4 notebook model: just enough structure to read sources, tags
 //! and outputs, while every field we do not understand survives a rewrite.
 
+use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::fmt;
 use std::path::Path;
 
 /// A notebook file as nbformat 4 stores it. Unknown top-level fields are kept.
@@ -86,16 +86,6 @@ pub fn join_text(value: &Value) -> Option<String> {
     }
 }
 
-/// Why a notebook file could not be understood.
-#[derive(Debug)]
-pub struct FormatError(pub String);
-
-impl fmt::Display for FormatError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 impl Cell {
     /// Whether this cell is executed by the kernel.
     pub fn is_code(&self) -> bool {
@@ -138,37 +128,37 @@ impl Cell {
 
 impl Notebook {
     /// Parses notebook JSON, checking the parts replay relies on.
-    pub fn parse(text: &str) -> Result<Notebook, FormatError> {
+    pub fn parse(text: &str) -> Result<Notebook> {
         // Parse to a Value first so that a JSON syntax error and a structural
         // error get different, precise messages.
         let value: Value = serde_json::from_str(text)
-            .map_err(|error| FormatError(format!("invalid JSON: {error}")))?;
+            .map_err(|error| Error::Input(format!("invalid JSON: {error}")))?;
         let object = value
             .as_object()
-            .ok_or_else(|| FormatError("top level is not a JSON object".into()))?;
+            .ok_or_else(|| Error::from("top level is not a JSON object"))?;
         if !object.contains_key("cells") {
-            return Err(FormatError("no \"cells\" field".into()));
+            return Err(Error::from("no \"cells\" field"));
         }
         match object.get("nbformat").and_then(Value::as_u64) {
             Some(4) => {}
             Some(other) => {
-                return Err(FormatError(format!(
+                return Err(Error::Input(format!(
                     "nbformat {other} is not supported (only 4)"
                 )))
             }
-            None => return Err(FormatError("missing or non-numeric \"nbformat\"".into())),
+            None => return Err(Error::from("missing or non-numeric \"nbformat\"")),
         }
         if let Some(cells) = object.get("cells").and_then(Value::as_array) {
             for (index, cell) in cells.iter().enumerate() {
                 Cell::deserialize(cell)
-                    .map_err(|error| FormatError(format!("cell {}: {error}", index + 1)))?;
+                    .map_err(|error| Error::Input(format!("cell {}: {error}", index + 1)))?;
                 if let Some(outputs) = cell.get("outputs") {
                     let outputs = outputs.as_array().ok_or_else(|| {
-                        FormatError(format!("cell {}: \"outputs\" is not a list", index + 1))
+                        Error::Input(format!("cell {}: \"outputs\" is not a list", index + 1))
                     })?;
                     for output in outputs {
                         if output.get("output_type").and_then(Value::as_str).is_none() {
-                            return Err(FormatError(format!(
+                            return Err(Error::Input(format!(
                                 "cell {}: an output has no \"output_type\"",
                                 index + 1
                             )));
@@ -177,7 +167,7 @@ impl Notebook {
                 }
             }
         }
-        Notebook::deserialize(&value).map_err(|error| FormatError(error.to_string()))
+        Notebook::deserialize(&value).map_err(|error| Error::Input(error.to_string()))
     }
 
     /// Serialises like Jupyter (nbformat.write): keys sorted, one-space
@@ -305,12 +295,12 @@ mod tests {
     #[test]
     fn malformed_notebooks_have_precise_errors() {
         let error = Notebook::parse("{\"cells\": [").unwrap_err();
-        assert!(error.0.starts_with("invalid JSON"), "{error}");
+        assert!(error.to_string().starts_with("invalid JSON"), "{error}");
         let error = Notebook::parse("{\"cells\": [], \"nbformat\": 3}").unwrap_err();
-        assert!(error.0.contains("nbformat 3"), "{error}");
+        assert!(error.to_string().contains("nbformat 3"), "{error}");
         let error = Notebook::parse("{\"cells\": [{\"cell_type\": \"code\"}], \"nbformat\": 4}")
             .unwrap_err();
-        assert!(error.0.starts_with("cell 1:"), "{error}");
+        assert!(error.to_string().starts_with("cell 1:"), "{error}");
     }
 
     #[test]

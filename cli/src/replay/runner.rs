@@ -11,6 +11,8 @@
 //! is abandoned. Either way the rest of that notebook is not run, because the
 //! kernel lost its variables.
 
+use crate::error::{Error, Result};
+use crate::problem;
 use regex::Regex;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -103,7 +105,7 @@ impl Drop for CurrentDirGuard {
 impl Kernel {
     /// Starts a fresh evcxr context (in the current folder) and waits for it
     /// to be ready. Returns the error text and start-up seconds on failure.
-    pub fn start(options: &KernelOptions) -> Result<(Kernel, f64), String> {
+    pub fn start(options: &KernelOptions) -> Result<(Kernel, f64)> {
         let started = Instant::now();
         let (ready_tx, ready_rx) = mpsc::channel();
         let (request_tx, request_rx) = mpsc::channel::<Request>();
@@ -112,7 +114,7 @@ impl Kernel {
         let thread = std::thread::Builder::new()
             .name("evcxr-kernel".into())
             .spawn(move || worker(cache_mib, ready_tx, request_rx, reply_tx))
-            .map_err(|error| format!("cannot start kernel thread: {error}"))?;
+            .map_err(|error| problem!("cannot start kernel thread: {error}"))?;
         // Start-up compiles a first snippet and is not a cell: allow at
         // least STARTUP_TIMEOUT even when the cell timeout is small.
         let startup_timeout = options.timeout.max(STARTUP_TIMEOUT);
@@ -130,11 +132,14 @@ impl Kernel {
             )),
             Ok(Err(message)) => {
                 let _ = thread.join();
-                Err(format!("evcxr failed to start: {}", first_line(&message)))
+                Err(problem!(
+                    "evcxr failed to start: {}",
+                    first_line(&message.to_string())
+                ))
             }
             Err(RecvTimeoutError::Timeout) => {
                 kill_descendants(None);
-                Err(format!(
+                Err(problem!(
                     "evcxr did not start within {} s",
                     startup_timeout.as_secs_f64()
                 ))
@@ -252,7 +257,7 @@ fn first_line(text: &str) -> String {
 /// The worker thread: owns the evcxr context and runs cells on request.
 fn worker(
     cache_mib: u64,
-    ready: Sender<Result<ProcessHandle, String>>,
+    ready: Sender<Result<ProcessHandle>>,
     requests: Receiver<Request>,
     replies: Sender<Reply>,
 ) {
@@ -260,7 +265,7 @@ fn worker(
     // this binary being rebuilt while it runs (see `runtime_executable`).
     let started = runtime_executable().and_then(|exe| {
         evcxr::EvalContext::with_subprocess_command(std::process::Command::new(exe))
-            .map_err(|error| error.to_string())
+            .map_err(|error| Error::Input(error.to_string()))
     });
     let (mut context, channels) = match started {
         Ok((eval, channels)) => (evcxr::CommandContext::with_eval_context(eval), channels),
@@ -313,9 +318,9 @@ fn worker(
 /// one. When `cargo build` replaces the file during a run, Linux reports the
 /// old inode as "PATH (deleted)"; the rebuilt file at PATH has the same
 /// runtime hook, so use it.
-fn runtime_executable() -> Result<PathBuf, String> {
-    let exe =
-        std::env::current_exe().map_err(|error| format!("cannot find this executable: {error}"))?;
+fn runtime_executable() -> Result<PathBuf> {
+    let exe = std::env::current_exe()
+        .map_err(|error| problem!("cannot find this executable: {error}"))?;
     let text = exe.to_string_lossy();
     match text.strip_suffix(" (deleted)") {
         Some(original) if !exe.exists() => Ok(PathBuf::from(original)),

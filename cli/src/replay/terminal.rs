@@ -43,9 +43,16 @@ impl Progress {
 
     /// Clears the bar and puts stderr back, flushing forwarded lines.
     pub fn finish(self) {
+        drop(self);
+    }
+}
+
+/// Also on an early return (stdout gone), so that the error line reaches the real stderr.
+impl Drop for Progress {
+    fn drop(&mut self) {
         self.bar.finish_and_clear();
         #[cfg(unix)]
-        if let Some(redirect) = self.redirect {
+        if let Some(redirect) = self.redirect.take() {
             redirect.stop();
         }
     }

@@ -1,0 +1,90 @@
+//! The `attention-lab` command line as a library: each subcommand is a module, and
+//! [`run`] parses the arguments and runs one. The binary (`main.rs`) only adds the process
+//! set-up evcxr needs; fuzz targets call the readers directly (for example
+//! [`replay::notebook::Notebook::parse`], [`replay::compare::parse_sanitize`] and
+//! [`matrices::json_matrix`]).
+
+pub mod error;
+pub mod exercise;
+pub mod grade;
+pub mod kernel;
+pub mod lab;
+pub mod matrices;
+pub mod replay;
+pub mod roster;
+pub mod show;
+pub mod solve;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Top-level command line.
+#[derive(Debug, Parser)]
+#[command(name = "attention-lab", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Re-run evcxr notebooks and check their stored outputs (nbval for Rust).
+    Replay(replay::ReplayArgs),
+    /// Print .npy files exactly as NumPy's print(a) or repr(a) would.
+    Show(show::ShowArgs),
+    /// Solve a multi-head self-attention problem step by step, as a NumPy worked example.
+    Solve(solve::SolveArgs),
+    /// Make a new multi-head self-attention problem sheet (Markdown or LaTeX) from a seed.
+    Exercise(exercise::ExerciseArgs),
+    /// Mark students' answers against their keys and name the mistake of each wrong part.
+    Grade(grade::GradeArgs),
+    /// Open the notebooks in JupyterLab with the project's Rust kernel (sets it all up once).
+    Lab(lab::LabArgs),
+    /// The Rust Jupyter kernel in this binary: install or uninstall its kernelspec, or serve.
+    Kernel(kernel::KernelArgs),
+}
+
+/// Parses the process's arguments and runs the subcommand; returns the exit status
+/// (0 ok, 1 a check failed, 2 bad input; a closed stdout ends quietly with 0).
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     attention_lab_cli::run()
+/// }
+/// ```
+pub fn run() -> ExitCode {
+    error::open_standard_streams();
+    let cli = Cli::parse();
+    error::finish(match cli.command {
+        Command::Replay(args) => replay::run(args),
+        Command::Show(args) => show::run(args),
+        Command::Solve(args) => solve::run(args),
+        Command::Exercise(args) => exercise::run(args),
+        Command::Grade(args) => grade::run(args),
+        Command::Lab(args) => lab::run(args),
+        Command::Kernel(args) => kernel::run(args),
+    })
+}
+
+/// A bug (ours or evcxr's) should give one line, not a backtrace, even though
+/// RUST_BACKTRACE may be set; a closed stderr must not turn it into an abort.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_owned());
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let thread = std::thread::current();
+        let name = thread.name().unwrap_or("unnamed");
+        error::warn(&format!(
+            "internal error in thread {name}: {payload}{location}"
+        ));
+    }));
+}
