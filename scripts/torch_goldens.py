@@ -3,6 +3,11 @@ with causal, key-padding and combined masks on batches of 1 to 3, its weights pe
 averaged; F.scaled_dot_product_attention on a fully masked row; and the sinusoidal positional
 encoding computed as the Annotated Transformer does. Records torch's version.
 
+Also writes tests/data/torch/cross.json: nn.MultiheadAttention with biases, as self-attention
+(in_proj_weight, in_proj_bias) and as cross-attention with kdim != vdim != E (q_proj_weight,
+k_proj_weight, v_proj_weight), with and without masks, on batches of 1 to 3, its weights per
+head and averaged.
+
 Run from the repository root: .venv/bin/python scripts/torch_goldens.py
 """
 import json
@@ -20,6 +25,17 @@ def rows(t):
     return t.detach().tolist()
 
 
+def run_mha(mha, query, key, value, attn_mask, kpm):
+    """The layer's output, its weights per head (average_attn_weights=False) and averaged."""
+    with torch.no_grad():
+        out, per_head = mha(query, key, value, attn_mask=attn_mask, key_padding_mask=kpm,
+                            need_weights=True, average_attn_weights=False)
+        out_avg, averaged = mha(query, key, value, attn_mask=attn_mask, key_padding_mask=kpm,
+                                need_weights=True, average_attn_weights=True)
+    assert torch.equal(out, out_avg)
+    return out, per_head, averaged
+
+
 def mha_case(name, batch, tokens, e, h, causal, padded, seed):
     gen = torch.Generator().manual_seed(seed)
     mha = torch.nn.MultiheadAttention(e, h, bias=False, batch_first=True, dtype=torch.float64)
@@ -31,17 +47,50 @@ def mha_case(name, batch, tokens, e, h, causal, padded, seed):
     # True = blocked, nn.MultiheadAttention's polarity.
     attn_mask = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), 1) if causal else None
     kpm = torch.tensor(padded, dtype=torch.bool) if padded is not None else None
-    with torch.no_grad():
-        out, per_head = mha(x, x, x, attn_mask=attn_mask, key_padding_mask=kpm,
-                            need_weights=True, average_attn_weights=False)
-        out_avg, averaged = mha(x, x, x, attn_mask=attn_mask, key_padding_mask=kpm,
-                                need_weights=True, average_attn_weights=True)
-    assert torch.equal(out, out_avg)
+    out, per_head, averaged = run_mha(mha, x, x, x, attn_mask, kpm)
     return {
         "name": name, "h": h, "causal": causal, "padded": padded,
         "in_proj_weight": rows(mha.in_proj_weight), "out_proj_weight": rows(mha.out_proj.weight),
         "x": rows(x), "output": rows(out), "weights": rows(per_head), "averaged": rows(averaged),
     }
+
+
+def vec(t):
+    return t.detach().tolist()
+
+
+def biased_case(name, batch, tq, tk, e, h, kdim, vdim, causal, padded, seed):
+    """nn.MultiheadAttention(e, h, bias=True, kdim, vdim): query (batch, tq, e), key
+    (batch, tk, kdim), value (batch, tk, vdim); self-attention when tk == tq and kdim == vdim == e
+    (the query is then passed as key and value)."""
+    gen = torch.Generator().manual_seed(seed)
+    mha = torch.nn.MultiheadAttention(e, h, bias=True, kdim=kdim, vdim=vdim, batch_first=True,
+                                      dtype=torch.float64)
+    rand = lambda *shape: torch.randn(*shape, generator=gen, dtype=torch.float64)  # noqa: E731
+    with torch.no_grad():
+        for p in mha.parameters():
+            p.copy_(rand(*p.shape))
+    mha.eval()
+    x = rand(batch, tq, e)
+    self_attention = mha._qkv_same_embed_dim and tk == tq
+    key, value = (x, x) if self_attention else (rand(batch, tk, kdim), rand(batch, tk, vdim))
+    attn_mask = torch.triu(torch.ones(tq, tk, dtype=torch.bool), 1) if causal else None
+    kpm = torch.tensor(padded, dtype=torch.bool) if padded is not None else None
+    out, per_head, averaged = run_mha(mha, x, key, value, attn_mask, kpm)
+    case = {
+        "name": name, "h": h, "causal": causal, "padded": padded,
+        "in_proj_bias": vec(mha.in_proj_bias), "out_proj_weight": rows(mha.out_proj.weight),
+        "out_proj_bias": vec(mha.out_proj.bias),
+        "x": rows(x), "key": rows(key), "value": rows(value),
+        "output": rows(out), "weights": rows(per_head), "averaged": rows(averaged),
+    }
+    if mha._qkv_same_embed_dim:
+        case["in_proj_weight"] = rows(mha.in_proj_weight)
+    else:
+        case["q_proj_weight"] = rows(mha.q_proj_weight)
+        case["k_proj_weight"] = rows(mha.k_proj_weight)
+        case["v_proj_weight"] = rows(mha.v_proj_weight)
+    return case
 
 
 def fully_masked():
@@ -85,6 +134,21 @@ def main():
     }
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "masks.json").write_text(json.dumps(golden) + "\n")
+    cross = {
+        "torch": torch.__version__,
+        "mha": [
+            biased_case("self_bias", 2, 4, 4, 4, 2, 4, 4, False, None, 11),
+            biased_case("self_bias_causal_padding", 3, 5, 5, 6, 3, 6, 6, True,
+                        [[False] * 5, [False, False, False, False, True],
+                         [False, False, True, True, True]], 12),
+            biased_case("cross", 1, 3, 6, 4, 2, 5, 3, False, None, 13),
+            biased_case("cross_padding", 3, 2, 5, 6, 2, 3, 7, False,
+                        [[False, False, False, False, True], [False, True, False, True, True],
+                         [False] * 5], 14),
+            biased_case("cross_kdim_only", 2, 4, 3, 4, 4, 2, 4, False, None, 15),
+        ],
+    }
+    (OUT / "cross.json").write_text(json.dumps(cross) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,30 +1,42 @@
 //! Attention heads: one [`Head`] with its own W_Q, W_K, W_V, and a [`MultiHead`] layer that
 //! concatenates its heads and applies W_O.
 
-use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
+use ndarray::{concatenate, s, Array1, Array2, ArrayView2, Axis};
 
 use crate::attention::attend;
 use crate::error::{AttentionError, Operand};
 use crate::mask::Mask;
 use crate::softmax::Softmax;
 
-/// One attention head: the projections W_Q, W_K (both d_model x d_k) and W_V (d_model x d_v).
+/// One attention head: the projections W_Q, W_K (both d_model x d_k) and W_V (d_model x d_v),
+/// and optional biases b_Q, b_K (d_k) and b_V (d_v). In cross-attention ([`Head::cross`])
+/// W_K has `kdim` rows and W_V `vdim` rows, the widths of the sequence the keys and values
+/// come from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Head {
     wq: Array2<f64>,
     wk: Array2<f64>,
     wv: Array2<f64>,
+    biases: Option<Biases>,
     softmax: Softmax,
+}
+
+/// A head's b_Q, b_K and b_V.
+#[derive(Debug, Clone, PartialEq)]
+struct Biases {
+    bq: Array1<f64>,
+    bk: Array1<f64>,
+    bv: Array1<f64>,
 }
 
 /// Every intermediate of one head on one input, named as the documents name them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HeadOutput {
-    /// Queries `X W_Q`.
+    /// Queries `X W_Q` (`+ b_Q` when the head has biases).
     pub q: Array2<f64>,
-    /// Keys `X W_K`.
+    /// Keys `X W_K` (`+ b_K`); in cross-attention the key input times W_K.
     pub k: Array2<f64>,
-    /// Values `X W_V`.
+    /// Values `X W_V` (`+ b_V`); in cross-attention the value input times W_V.
     pub v: Array2<f64>,
     /// `Q K^T / sqrt(d_k)`.
     pub scores: Array2<f64>,
@@ -63,14 +75,33 @@ fn check_projections(
             "W_Q and W_V must have the same number of rows (the input width)",
         ));
     }
+    check_key_width(wq, wk)
+}
+
+/// Q and K meet in `Q K^T`, so W_Q and W_K need the same number of columns, d_k.
+fn check_key_width(wq: ArrayView2<'_, f64>, wk: ArrayView2<'_, f64>) -> Result<(), AttentionError> {
     if wq.ncols() != wk.ncols() {
         return Err(AttentionError::mismatch(
-            op("W_Q", &wq),
-            op("W_K", &wk),
+            Operand::new("W_Q", wq.shape()),
+            Operand::new("W_K", wk.shape()),
             "W_Q and W_K must have the same number of columns (d_k)",
         ));
     }
     Ok(())
+}
+
+/// `x w`, plus `b` on every row when there is a bias.
+fn project(x: ArrayView2<'_, f64>, w: &Array2<f64>, b: Option<&Array1<f64>>) -> Array2<f64> {
+    let xw = x.dot(w);
+    match b {
+        Some(b) => xw + b,
+        None => xw,
+    }
+}
+
+/// A bias as an operand of a message: `b_Q is 1x3`.
+fn bias_operand(name: &str, b: &Array1<f64>) -> Operand {
+    Operand::new(name, &[1, b.len()])
 }
 
 impl Head {
@@ -92,12 +123,82 @@ impl Head {
     /// W_Q and W_K different numbers of columns.
     pub fn new(wq: Array2<f64>, wk: Array2<f64>, wv: Array2<f64>) -> Result<Head, AttentionError> {
         check_projections(wq.view(), wk.view(), wv.view())?;
+        Head::cross(wq, wk, wv)
+    }
+
+    /// A cross-attention head: queries from one sequence (d_model wide), keys from another
+    /// of width `kdim` and values from one of width `vdim`, as in PyTorch's
+    /// `nn.MultiheadAttention(E, h, kdim=.., vdim=..)`. W_Q is d_model x d_k, W_K is
+    /// kdim x d_k and W_V is vdim x d_v. Run it with [`Head::forward_cross`].
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// // queries 2 wide; keys 3 wide; values 1 wide
+    /// let head = Head::cross(Array2::eye(2), Array2::ones((3, 2)), array![[2.0]])?;
+    /// let x = array![[1.0, 0.0]];
+    /// let memory_k = array![[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]];
+    /// let memory_v = array![[3.0], [5.0]];
+    /// let out = head.forward_cross(&x, &memory_k, &memory_v, None)?;
+    /// assert_eq!(out.weights.dim(), (1, 2)); // one query, two keys
+    /// assert_eq!(out.v, array![[6.0], [10.0]]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when W_Q and W_K have different numbers of columns.
+    pub fn cross(
+        wq: Array2<f64>,
+        wk: Array2<f64>,
+        wv: Array2<f64>,
+    ) -> Result<Head, AttentionError> {
+        check_key_width(wq.view(), wk.view())?;
         Ok(Head {
             wq,
             wk,
             wv,
+            biases: None,
             softmax: Softmax::Stable,
         })
+    }
+
+    /// The same head with biases: `Q = X W_Q + b_Q`, `K = X W_K + b_K`, `V = X W_V + b_V`
+    /// (PyTorch's `in_proj_bias`).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?
+    ///     .with_biases(array![1.0, 0.0], array![0.0, 0.0], array![0.5, -0.5])?;
+    /// let out = head.forward(&array![[1.0, 2.0]])?;
+    /// assert_eq!(out.q, array![[2.0, 2.0]]);
+    /// assert_eq!(out.z, array![[1.5, 1.5]]); // one token: z is its value
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when b_Q or b_K is not d_k long, or b_V not d_v long.
+    pub fn with_biases(
+        mut self,
+        bq: Array1<f64>,
+        bk: Array1<f64>,
+        bv: Array1<f64>,
+    ) -> Result<Head, AttentionError> {
+        for (name, b, w_name, w) in [
+            ("b_Q", &bq, "W_Q", &self.wq),
+            ("b_K", &bk, "W_K", &self.wk),
+            ("b_V", &bv, "W_V", &self.wv),
+        ] {
+            if b.len() != w.ncols() {
+                return Err(AttentionError::mismatch(
+                    bias_operand(name, b),
+                    Operand::new(w_name, w.shape()),
+                    "a bias must have one entry per column of its projection",
+                ));
+            }
+        }
+        self.biases = Some(Biases { bq, bk, bv });
+        Ok(self)
     }
 
     /// The same head with another softmax; seeds 003 and 004 use [`Softmax::Naive`].
@@ -136,6 +237,18 @@ impl Head {
         &self.wv
     }
 
+    /// b_Q, b_K and b_V, if the head has biases (see [`Head::with_biases`]).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
+    /// assert!(head.biases().is_none());
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn biases(&self) -> Option<(&Array1<f64>, &Array1<f64>, &Array1<f64>)> {
+        self.biases.as_ref().map(|b| (&b.bq, &b.bk, &b.bv))
+    }
+
     /// The softmax this head applies (see [`Head::with_softmax`]).
     pub fn softmax(&self) -> Softmax {
         self.softmax
@@ -159,7 +272,8 @@ impl Head {
         &self,
         x: impl Into<ArrayView2<'a, f64>>,
     ) -> Result<HeadOutput, AttentionError> {
-        self.forward_in(x.into(), None, None)
+        let x = x.into();
+        self.forward_in([x, x, x], None, None)
     }
 
     /// [`Head::forward`] with a [`Mask`] added to the scores; `scores` keeps the masked
@@ -182,25 +296,108 @@ impl Head {
         x: impl Into<ArrayView2<'a, f64>>,
         mask: &Mask,
     ) -> Result<HeadOutput, AttentionError> {
-        self.forward_in(x.into(), None, Some(mask))
+        let x = x.into();
+        self.forward_in([x, x, x], None, Some(mask))
+    }
+
+    /// Cross-attention: queries from `x`, keys from `key` and values from `value` (PyTorch's
+    /// `query`, `key` and `value`), with an optional [`Mask`] of x's tokens x key's tokens.
+    /// `key` and `value` have one row per token of the other sequence.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
+    /// let decoder = array![[1.0, 0.0]];
+    /// let encoder = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]];
+    /// let padding = Mask::key_padding(1, &[false, false, true]);
+    /// let out = head.forward_cross(&decoder, &encoder, &encoder, Some(&padding))?;
+    /// assert_eq!(out.weights.dim(), (1, 3));
+    /// assert_eq!(out.weights[[0, 2]], 0.0);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when the columns of `x`, `key` or `value` differ from the
+    /// rows of W_Q, W_K or W_V, when `key` and `value` have different numbers of rows, or when
+    /// the mask is not x's tokens x key's tokens.
+    pub fn forward_cross<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        key: impl Into<ArrayView2<'a, f64>>,
+        value: impl Into<ArrayView2<'a, f64>>,
+        mask: Option<&Mask>,
+    ) -> Result<HeadOutput, AttentionError> {
+        self.forward_in([x.into(), key.into(), value.into()], None, mask)
+    }
+
+    /// The errors of a forward pass whose queries, keys and values come from `inputs`
+    /// (three times X in self-attention); the streaming path checks the same.
+    pub(crate) fn check_inputs(
+        &self,
+        inputs: [ArrayView2<'_, f64>; 3],
+        head: Option<usize>,
+    ) -> Result<(), AttentionError> {
+        let [x, key, value] = inputs;
+        let self_attention = x.shape() == key.shape() && x.shape() == value.shape();
+        let (key_name, value_name) = if self_attention {
+            ("X", "X")
+        } else {
+            ("key", "value")
+        };
+        for (input, name, w, w_name, rule) in [
+            (
+                x,
+                "X",
+                &self.wq,
+                "W_Q",
+                "the columns of X must equal the rows of W_Q",
+            ),
+            (
+                key,
+                key_name,
+                &self.wk,
+                "W_K",
+                "the columns of the key input must equal the rows of W_K",
+            ),
+            (
+                value,
+                value_name,
+                &self.wv,
+                "W_V",
+                "the columns of the value input must equal the rows of W_V",
+            ),
+        ] {
+            if input.ncols() != w.nrows() {
+                return Err(AttentionError::mismatch(
+                    Operand::new(name, input.shape()),
+                    Operand::new(named(w_name, head), w.shape()),
+                    rule,
+                ));
+            }
+        }
+        if key.nrows() != value.nrows() {
+            return Err(AttentionError::mismatch(
+                Operand::new("key", key.shape()),
+                Operand::new("value", value.shape()),
+                "key and value must have the same number of rows (one per token)",
+            ));
+        }
+        Ok(())
     }
 
     fn forward_in(
         &self,
-        x: ArrayView2<'_, f64>,
+        inputs: [ArrayView2<'_, f64>; 3],
         head: Option<usize>,
         mask: Option<&Mask>,
     ) -> Result<HeadOutput, AttentionError> {
-        if x.ncols() != self.wq.nrows() {
-            return Err(AttentionError::mismatch(
-                Operand::new("X", x.shape()),
-                Operand::new(named("W_Q", head), self.wq.shape()),
-                "the columns of X must equal the rows of W_Q",
-            ));
-        }
-        let q = x.dot(&self.wq);
-        let k = x.dot(&self.wk);
-        let v = x.dot(&self.wv);
+        self.check_inputs(inputs, head)?;
+        let [x, key, value] = inputs;
+        let b = self.biases.as_ref();
+        let q = project(x, &self.wq, b.map(|b| &b.bq));
+        let k = project(key, &self.wk, b.map(|b| &b.bk));
+        let v = project(value, &self.wv, b.map(|b| &b.bv));
         // Shapes were checked in `new` and above, so only the mask can fail here.
         let a = attend(q.view(), k.view(), v.view(), self.softmax, mask)?;
         Ok(HeadOutput {
@@ -220,6 +417,7 @@ impl Head {
 pub struct MultiHead {
     heads: Vec<Head>,
     wo: Option<Array2<f64>>,
+    bo: Option<Array1<f64>>,
 }
 
 /// Every intermediate of a multi-head layer on one input.
@@ -229,8 +427,34 @@ pub struct MultiHeadOutput {
     pub heads: Vec<HeadOutput>,
     /// The heads' outputs side by side (`np.concatenate(..., axis=1)`).
     pub concat: Array2<f64>,
-    /// `concat W_O`, or `concat` itself when the layer has no W_O.
+    /// `concat W_O` (`+ b_O` when the layer has an output bias), or `concat` itself when
+    /// the layer has no W_O.
     pub output: Array2<f64>,
+}
+
+impl MultiHeadOutput {
+    /// The heads' weights averaged over the heads, PyTorch's `average_attn_weights=True`
+    /// (its default); each head's own weights, its `average_attn_weights=False`, are
+    /// `heads[i].weights`.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(2);
+    /// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
+    /// let out = layer.forward_masked(&array![[1.0, 0.0], [0.0, 1.0]], &Mask::causal(2))?;
+    /// let averaged: Array2<f64> = out.averaged_weights();
+    /// assert_eq!(averaged.row(0), array![1.0, 0.0]);
+    /// assert!((averaged.row(1).sum() - 1.0).abs() < 1e-15);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn averaged_weights(&self) -> Array2<f64> {
+        let mut sum = Array2::zeros(self.heads[0].weights.dim());
+        for head in &self.heads {
+            sum += &head.weights;
+        }
+        sum / self.heads.len() as f64
+    }
 }
 
 impl MultiHead {
@@ -271,7 +495,43 @@ impl MultiHead {
                 });
             }
         }
-        Ok(MultiHead { heads, wo })
+        Ok(MultiHead {
+            heads,
+            wo,
+            bo: None,
+        })
+    }
+
+    /// The same layer with an output bias: `output = concat W_O + b_O` (PyTorch's
+    /// `out_proj.bias`).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(2);
+    /// let layer = MultiHead::split(&w, &w, &w, 1, Some(w.clone()))?.with_output_bias(array![10.0, 20.0])?;
+    /// let out = layer.forward(&array![[1.0, 2.0]])?;
+    /// assert_eq!(out.output, array![[11.0, 22.0]]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when the layer has no W_O, or b_O does not have one entry
+    /// per column of W_O.
+    pub fn with_output_bias(mut self, bo: Array1<f64>) -> Result<MultiHead, AttentionError> {
+        let wo_shape = self
+            .wo
+            .as_ref()
+            .map_or([0, 0], |wo| [wo.nrows(), wo.ncols()]);
+        if self.wo.is_none() || bo.len() != wo_shape[1] {
+            return Err(AttentionError::mismatch(
+                bias_operand("b_O", &bo),
+                Operand::new("W_O", &wo_shape),
+                "an output bias needs W_O, with one entry per column of W_O",
+            ));
+        }
+        self.bo = Some(bo);
+        Ok(self)
     }
 
     /// Splits the columns of one W_Q, W_K and W_V into `h` equal consecutive blocks, one
@@ -316,60 +576,6 @@ impl MultiHead {
         MultiHead::new(heads, wo)
     }
 
-    /// A layer from the weights of PyTorch's `nn.MultiheadAttention(E, h, bias=False)`
-    /// (`kdim` = `vdim` = E). PyTorch keeps each projection as `out x in` and computes
-    /// `x @ W.T`; this library computes `X W`, so every matrix is transposed:
-    ///
-    /// | PyTorch (state_dict key) | shape | here |
-    /// |---|---|---|
-    /// | `in_proj_weight[0:E]` | E x E | W_Q = its transpose, split into `h` column blocks |
-    /// | `in_proj_weight[E:2E]` | E x E | W_K = its transpose, split likewise |
-    /// | `in_proj_weight[2E:3E]` | E x E | W_V = its transpose, split likewise |
-    /// | `out_proj.weight` | E x E | W_O = its transpose |
-    ///
-    /// Head `i` of PyTorch uses columns `i*E/h .. (i+1)*E/h` of each, as [`MultiHead::split`]
-    /// does, and both scale the scores by `1/sqrt(E/h)`.
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    ///
-    /// let in_proj = Array2::from_shape_fn((6, 2), |(i, j)| (i * 2 + j) as f64);
-    /// let layer = MultiHead::from_torch(&in_proj, &Array2::eye(2), 2)?;
-    /// assert_eq!(layer.heads()[0].wk(), &array![[4.0], [5.0]]); // row 2 of in_proj, transposed
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`AttentionError::Mismatch`] when `in_proj_weight` is not 3E x E for the E of
-    /// `out_proj.weight` (E x E); otherwise as [`MultiHead::split`].
-    pub fn from_torch(
-        in_proj_weight: &Array2<f64>,
-        out_proj_weight: &Array2<f64>,
-        h: usize,
-    ) -> Result<MultiHead, AttentionError> {
-        let e = out_proj_weight.nrows();
-        if out_proj_weight.ncols() != e || in_proj_weight.dim() != (3 * e, e) {
-            return Err(AttentionError::mismatch(
-                Operand::new("in_proj_weight", in_proj_weight.shape()),
-                Operand::new("out_proj.weight", out_proj_weight.shape()),
-                "in_proj_weight must be 3E x E and out_proj.weight E x E",
-            ));
-        }
-        let block = |i: usize| {
-            in_proj_weight
-                .slice(s![i * e..(i + 1) * e, ..])
-                .t()
-                .to_owned()
-        };
-        MultiHead::split(
-            &block(0),
-            &block(1),
-            &block(2),
-            h,
-            Some(out_proj_weight.t().to_owned()),
-        )
-    }
-
     /// The same layer with every head using `softmax`.
     ///
     /// ```
@@ -411,6 +617,18 @@ impl MultiHead {
         self.wo.as_ref()
     }
 
+    /// The output bias b_O, if the layer has one (see [`MultiHead::with_output_bias`]).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let w = Array2::<f64>::eye(4);
+    /// assert!(MultiHead::split(&w, &w, &w, 2, Some(w.clone()))?.bo().is_none());
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn bo(&self) -> Option<&Array1<f64>> {
+        self.bo.as_ref()
+    }
+
     /// Runs every head on `x`, concatenates their outputs and applies W_O.
     ///
     /// ```
@@ -432,7 +650,8 @@ impl MultiHead {
         &self,
         x: impl Into<ArrayView2<'a, f64>>,
     ) -> Result<MultiHeadOutput, AttentionError> {
-        self.forward_in(x.into(), None)
+        let x = x.into();
+        self.forward_in([x, x, x], None)
     }
 
     /// [`MultiHead::forward`] with the same [`Mask`] applied in every head.
@@ -456,25 +675,60 @@ impl MultiHead {
         x: impl Into<ArrayView2<'a, f64>>,
         mask: &Mask,
     ) -> Result<MultiHeadOutput, AttentionError> {
-        self.forward_in(x.into(), Some(mask))
+        let x = x.into();
+        self.forward_in([x, x, x], Some(mask))
+    }
+
+    /// Cross-attention in every head: queries from `x`, keys from `key`, values from `value`
+    /// (PyTorch's `mha(query, key, value)`), with an optional [`Mask`] of x's tokens x key's
+    /// tokens. Build the layer with [`Head::cross`] heads, or from PyTorch with
+    /// [`MultiHead::from_torch_weights`].
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// // E = 2 with two heads of width 1; keys 3 wide (kdim), values 1 wide (vdim)
+    /// let heads = vec![
+    ///     Head::cross(array![[1.0], [0.0]], Array2::ones((3, 1)), array![[1.0]])?,
+    ///     Head::cross(array![[0.0], [1.0]], Array2::ones((3, 1)), array![[-1.0]])?,
+    /// ];
+    /// let layer = MultiHead::new(heads, Some(Array2::eye(2)))?;
+    /// let decoder = array![[1.0, 2.0], [0.0, 1.0]];
+    /// let encoder_k = Array2::<f64>::zeros((4, 3));
+    /// let encoder_v = array![[1.0], [2.0], [3.0], [4.0]];
+    /// let out = layer.forward_cross(&decoder, &encoder_k, &encoder_v, None)?;
+    /// assert_eq!(out.output.row(0), array![2.5, -2.5]); // equal scores: the mean of the values
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Head::forward_cross`], naming the head.
+    pub fn forward_cross<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        key: impl Into<ArrayView2<'a, f64>>,
+        value: impl Into<ArrayView2<'a, f64>>,
+        mask: Option<&Mask>,
+    ) -> Result<MultiHeadOutput, AttentionError> {
+        self.forward_in([x.into(), key.into(), value.into()], mask)
     }
 
     fn forward_in(
         &self,
-        x: ArrayView2<'_, f64>,
+        inputs: [ArrayView2<'_, f64>; 3],
         mask: Option<&Mask>,
     ) -> Result<MultiHeadOutput, AttentionError> {
         let heads = self
             .heads
             .iter()
             .enumerate()
-            .map(|(i, head)| head.forward_in(x, Some(i + 1), mask))
+            .map(|(i, head)| head.forward_in(inputs, Some(i + 1), mask))
             .collect::<Result<Vec<_>, _>>()?;
         let zs: Vec<ArrayView2<'_, f64>> = heads.iter().map(|h| h.z.view()).collect();
         // Every z has x's rows, so the concatenation cannot fail.
         let concat = concatenate(Axis(1), &zs).expect("heads' outputs share their row count");
         let output = match &self.wo {
-            Some(wo) => concat.dot(wo),
+            Some(wo) => project(concat.view(), wo, self.bo.as_ref()),
             None => concat.clone(),
         };
         Ok(MultiHeadOutput {

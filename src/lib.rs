@@ -24,7 +24,7 @@
 //!
 //! Modules, one concept each: [`softmax`], [`attention`], [`mask`] (causal, padding and
 //! other masks), [`position`] (sinusoidal positional encoding), [`heads`], [`stream`] (attention
-//! without the N x N matrix), [`init`] (ndarray-rand starting values), [`np`] (NumPy
+//! without the N x N matrix), [`torch`] (loading PyTorch's `nn.MultiheadAttention`), [`init`] (ndarray-rand starting values), [`np`] (NumPy
 //! printing, rounding and random streams), [`error`], [`html`] (escaping for HTML and SVG text), [`answers`] (a student's answers for
 //! `attention-lab grade`).
 //! Heatmaps are in the companion crate `attention-lab-plot` (workspace member `plot/`).
@@ -42,6 +42,7 @@ pub mod position;
 pub mod prelude;
 pub mod softmax;
 pub mod stream;
+pub mod torch;
 
 // Links the system's OpenBLAS for ndarray's products when the `blas` feature is on.
 #[cfg(feature = "blas")]

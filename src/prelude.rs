@@ -24,6 +24,7 @@ pub use crate::np::*;
 pub use crate::position::positional_encoding;
 pub use crate::softmax::{softmax, softmax_naive, Softmax};
 pub use crate::stream::{streaming_attention, Streaming};
+pub use crate::torch::{InProj, TorchWeights};
 pub use ndarray::{array, concatenate, s, Array, Array1, Array2, ArrayD, ArrayView2, Axis};
 pub use ndarray_rand::rand::rngs::StdRng;
 pub use ndarray_rand::rand::SeedableRng;

@@ -36,7 +36,7 @@ use std::sync::Mutex;
 
 use ndarray::{concatenate, s, Array1, Array2, ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis};
 
-use crate::error::{AttentionError, Operand};
+use crate::error::AttentionError;
 use crate::heads::{Head, MultiHead};
 use crate::mask::Mask;
 use crate::softmax::Softmax;
@@ -137,6 +137,7 @@ pub fn streaming_attention<'a>(
         }],
         width: v.ncols(),
         mask: None,
+        bo: None,
     };
     let mut z = Array2::zeros((q.nrows(), v.ncols()));
     run(&plan, q, k, v, None, z.view_mut(), Streaming::default());
@@ -189,6 +190,7 @@ impl Head {
         forward(
             std::slice::from_ref(self),
             None,
+            None,
             x.into(),
             None,
             None,
@@ -221,6 +223,7 @@ impl Head {
         let heads = std::slice::from_ref(self);
         forward(
             heads,
+            None,
             None,
             x.into(),
             None,
@@ -275,7 +278,7 @@ impl MultiHead {
         x: impl Into<ArrayView2<'a, f64>>,
         streaming: Streaming,
     ) -> Result<Array2<f64>, AttentionError> {
-        forward(self.heads(), self.wo(), x.into(), Some(1), None, streaming)
+        self.stream(x.into(), None, streaming)
     }
 
     /// [`MultiHead::forward_masked`]'s `output`, streamed, with the same [`Mask`] in every
@@ -326,14 +329,17 @@ impl MultiHead {
         mask: &Mask,
         streaming: Streaming,
     ) -> Result<Array2<f64>, AttentionError> {
-        forward(
-            self.heads(),
-            self.wo(),
-            x.into(),
-            Some(1),
-            Some(mask),
-            streaming,
-        )
+        self.stream(x.into(), Some(mask), streaming)
+    }
+
+    fn stream(
+        &self,
+        x: ArrayView2<'_, f64>,
+        mask: Option<&Mask>,
+        streaming: Streaming,
+    ) -> Result<Array2<f64>, AttentionError> {
+        let (heads, wo, bo) = (self.heads(), self.wo(), self.bo());
+        forward(heads, wo, bo, x, Some(1), mask, streaming)
     }
 }
 
@@ -348,33 +354,26 @@ struct HeadCols {
     softmax: Softmax,
 }
 
-/// The heads' column ranges, the total width of their values (the concatenation), and the
-/// mask every head applies.
+/// The heads' column ranges, the total width of their values (the concatenation), the
+/// mask every head applies and the output bias.
 struct Plan<'m> {
     heads: Vec<HeadCols>,
     width: usize,
     mask: Option<&'m Mask>,
+    bo: Option<&'m Array1<f64>>,
 }
 
 fn forward(
     heads: &[Head],
     wo: Option<&Array2<f64>>,
+    bo: Option<&Array1<f64>>,
     x: ArrayView2<'_, f64>,
     head_number: Option<usize>,
     mask: Option<&Mask>,
     streaming: Streaming,
 ) -> Result<Array2<f64>, AttentionError> {
-    let first = &heads[0];
-    if x.ncols() != first.wq().nrows() {
-        let name = match head_number {
-            Some(i) => format!("W_Q of head {i}"),
-            None => "W_Q".to_string(),
-        };
-        return Err(AttentionError::mismatch(
-            Operand::new("X", x.shape()),
-            Operand::new(name, first.wq().shape()),
-            "the columns of X must equal the rows of W_Q",
-        ));
+    for (i, head) in heads.iter().enumerate() {
+        head.check_inputs([x, x, x], head_number.map(|first| first + i))?;
     }
     if let Some(mask) = mask {
         mask.check(x.nrows(), x.nrows())?;
@@ -389,6 +388,7 @@ fn forward(
         heads: Vec::with_capacity(heads.len()),
         width: 0,
         mask,
+        bo,
     };
     let q_width: usize = heads.iter().map(|h| h.wq().ncols()).sum();
     let (mut q, mut v) = (0, 2 * q_width);
@@ -406,7 +406,15 @@ fn forward(
         v += d_v;
         plan.width += d_v;
     }
-    let qkv = project(x, fused.view(), streaming);
+    let mut qkv = project(x, fused.view(), streaming);
+    for (h, cols) in heads.iter().zip(&plan.heads) {
+        if let Some((bq, bk, bv)) = h.biases() {
+            for (start, b) in [(cols.q, bq), (cols.k, bk), (cols.v, bv)] {
+                let mut part = qkv.slice_mut(s![.., start..start + b.len()]);
+                part += b;
+            }
+        }
+    }
     let out_width = wo.map_or(plan.width, |w| w.ncols());
     let mut out = Array2::zeros((x.nrows(), out_width));
     let view = qkv.view();
@@ -491,6 +499,9 @@ fn run(
             match wo {
                 Some(wo) => matmul(1.0, &concat.view(), &wo.view(), 0.0, &mut block),
                 None => block.assign(&concat),
+            }
+            if let Some(bo) = plan.bo {
+                *block += bo;
             }
         }
     };

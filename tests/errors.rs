@@ -159,3 +159,77 @@ fn nan_and_inf_propagate_as_in_numpy() {
         }
     }
 }
+
+#[test]
+fn cross_attention_inputs_that_do_not_fit() {
+    let cross = Head::cross(zeros(4, 2), zeros(5, 2), zeros(3, 6)).unwrap();
+    assert_eq!(
+        message(cross.forward_cross(&zeros(2, 4), &zeros(7, 6), &zeros(7, 3), None)),
+        "key is 7x6 but W_K is 5x2: the columns of the key input must equal the rows of W_K"
+    );
+    assert_eq!(
+        message(cross.forward_cross(&zeros(2, 4), &zeros(7, 5), &zeros(6, 3), None)),
+        "key is 7x5 but value is 6x3: key and value must have the same number of rows (one per token)"
+    );
+    let padding = Mask::key_padding(2, &[false; 6]);
+    assert_eq!(
+        message(cross.forward_cross(&zeros(2, 4), &zeros(7, 5), &zeros(7, 3), Some(&padding))),
+        "the mask is 2x6 but the scores (queries x keys) is 2x7: \
+         the mask must have one row per query and one column per key"
+    );
+    // A cross head run as self-attention, on either path.
+    let layer = MultiHead::new(vec![cross], None).unwrap();
+    let want = "X is 2x4 but W_K of head 1 is 5x2: \
+                the columns of the key input must equal the rows of W_K";
+    assert_eq!(message(layer.forward(&zeros(2, 4))), want);
+    assert_eq!(message(layer.forward_streaming(&zeros(2, 4))), want);
+}
+
+#[test]
+fn biases_and_torch_arrays_that_do_not_fit() {
+    assert_eq!(
+        message(head(4, 3, 2).with_biases(Array1::zeros(3), Array1::zeros(3), Array1::zeros(3))),
+        "b_V is 1x3 but W_V is 4x2: a bias must have one entry per column of its projection"
+    );
+    let w = zeros(4, 4);
+    assert_eq!(
+        message(
+            MultiHead::split(&w, &w, &w, 2, None)
+                .unwrap()
+                .with_output_bias(Array1::zeros(4))
+        ),
+        "b_O is 1x4 but W_O is 0x0: an output bias needs W_O, with one entry per column of W_O"
+    );
+    let separate = |k: Array2<f64>| TorchWeights {
+        in_proj: InProj::Separate {
+            q_proj_weight: zeros(4, 4),
+            k_proj_weight: k,
+            v_proj_weight: zeros(4, 3),
+        },
+        in_proj_bias: Some(Array1::zeros(12)),
+        out_proj_weight: zeros(4, 4),
+        out_proj_bias: Some(Array1::zeros(4)),
+    };
+    assert!(MultiHead::from_torch_weights(&separate(zeros(4, 5)), 2).is_ok());
+    assert_eq!(
+        message(MultiHead::from_torch_weights(&separate(zeros(5, 4)), 2)),
+        "k_proj_weight is 5x4 but out_proj.weight is 4x4: out_proj.weight must be E x E, \
+         q_proj_weight E x E, k_proj_weight E x kdim and v_proj_weight E x vdim"
+    );
+    let mut short_bias = separate(zeros(4, 5));
+    short_bias.in_proj_bias = Some(Array1::zeros(8));
+    assert_eq!(
+        message(MultiHead::from_torch_weights(&short_bias, 2)),
+        "in_proj_bias is 1x8 but out_proj.weight is 4x4: in_proj_bias must have 3E entries"
+    );
+    short_bias.in_proj_bias = None;
+    short_bias.out_proj_bias = Some(Array1::zeros(3));
+    assert_eq!(
+        message(MultiHead::from_torch_weights(&short_bias, 2)),
+        "out_proj.bias is 1x3 but out_proj.weight is 4x4: out_proj.bias must have E entries"
+    );
+    assert_eq!(
+        message(MultiHead::from_torch_weights(&separate(zeros(4, 5)), 3)),
+        "cannot split W_Q (4x4) into 3 heads: 3 does not divide its 4 columns"
+    );
+}

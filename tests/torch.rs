@@ -9,7 +9,13 @@ use common::{assert_close, matrix};
 use serde_json::Value;
 
 fn golden() -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/torch/masks.json");
+    golden_file("masks.json")
+}
+
+fn golden_file(name: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/torch")
+        .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -18,15 +24,15 @@ fn items(v: &Value) -> &Vec<Value> {
     v.as_array().expect("a list")
 }
 
-/// The mask nn.MultiheadAttention applied to batch item `b`.
-fn torch_mask(case: &Value, b: usize, tokens: usize) -> Mask {
+/// The mask nn.MultiheadAttention applied to batch item `b`, for (queries, keys) tokens.
+fn torch_mask(case: &Value, b: usize, (queries, keys): (usize, usize)) -> Mask {
     let padded: Vec<bool> = match case["padded"].as_array() {
         Some(p) => items(&p[b]).iter().map(|v| v.as_bool().unwrap()).collect(),
-        None => vec![false; tokens],
+        None => vec![false; keys],
     };
-    let padding = Mask::key_padding(tokens, &padded);
+    let padding = Mask::key_padding(queries, &padded);
     if case["causal"].as_bool().unwrap() {
-        Mask::causal(tokens).and(&padding).unwrap()
+        Mask::causal(queries).and(&padding).unwrap()
     } else {
         padding
     }
@@ -35,6 +41,89 @@ fn torch_mask(case: &Value, b: usize, tokens: usize) -> Mask {
 #[test]
 fn goldens_come_from_torch_2() {
     assert!(golden()["torch"].as_str().unwrap().starts_with("2."));
+    assert!(golden_file("cross.json")["torch"]
+        .as_str()
+        .unwrap()
+        .starts_with("2."));
+}
+
+fn vector(v: &Value) -> Array1<f64> {
+    items(v).iter().map(|x| x.as_f64().unwrap()).collect()
+}
+
+/// The layer a case of cross.json saved: packed or separate input projections, with biases.
+fn torch_layer(case: &Value) -> MultiHead {
+    let in_proj = if case["in_proj_weight"].is_null() {
+        InProj::Separate {
+            q_proj_weight: matrix(&case["q_proj_weight"]),
+            k_proj_weight: matrix(&case["k_proj_weight"]),
+            v_proj_weight: matrix(&case["v_proj_weight"]),
+        }
+    } else {
+        InProj::Packed(matrix(&case["in_proj_weight"]))
+    };
+    let weights = TorchWeights {
+        in_proj,
+        in_proj_bias: Some(vector(&case["in_proj_bias"])),
+        out_proj_weight: matrix(&case["out_proj_weight"]),
+        out_proj_bias: Some(vector(&case["out_proj_bias"])),
+    };
+    MultiHead::from_torch_weights(&weights, case["h"].as_u64().unwrap() as usize).unwrap()
+}
+
+#[test]
+fn biases_and_cross_attention_match_torch() {
+    let g = golden_file("cross.json");
+    let mut kinds = (false, false);
+    for case in items(&g["mha"]) {
+        let name = case["name"].as_str().unwrap();
+        let layer = torch_layer(case);
+        let separate = !case["q_proj_weight"].is_null();
+        kinds = (kinds.0 | separate, kinds.1 | !separate);
+        let batch = items(&case["x"]);
+        assert!((1..=3).contains(&batch.len()));
+        for (b, x) in batch.iter().enumerate() {
+            let (x, key, value) = (
+                matrix(x),
+                matrix(&case["key"][b]),
+                matrix(&case["value"][b]),
+            );
+            let tokens = (x.nrows(), key.nrows());
+            let mask = (tokens.0 == tokens.1 || !case["padded"].is_null())
+                .then(|| torch_mask(case, b, tokens));
+            let out = if separate {
+                layer.forward_cross(&x, &key, &value, mask.as_ref())
+            } else {
+                assert_eq!((&x, &x), (&key, &value), "{name}: self-attention");
+                match &mask {
+                    Some(mask) => layer.forward_masked(&x, mask),
+                    None => layer.forward(&x),
+                }
+            }
+            .unwrap();
+            let what = format!("{name} item {b}");
+            assert_close(&what, &out.output, &matrix(&case["output"][b]));
+            for (i, head) in out.heads.iter().enumerate() {
+                let theirs = matrix(&case["weights"][b][i]);
+                assert_close(&format!("{what} head {i} weights"), &head.weights, &theirs);
+            }
+            assert_close(
+                &format!("{what} averaged weights"),
+                &out.averaged_weights(),
+                &matrix(&case["averaged"][b]),
+            );
+            if !separate {
+                // The streaming path with biases and masks gives the same output.
+                let streamed = match &mask {
+                    Some(mask) => layer.forward_streaming_masked(&x, mask),
+                    None => layer.forward_streaming(&x),
+                }
+                .unwrap();
+                assert_close(&format!("{what} streamed"), &streamed, &out.output);
+            }
+        }
+    }
+    assert_eq!(kinds, (true, true), "both packed and separate projections");
 }
 
 #[test]
@@ -54,7 +143,7 @@ fn multihead_attention_with_masks_matches_torch() {
         for (b, x) in batch.iter().enumerate() {
             let x = matrix(x);
             let out = layer
-                .forward_masked(&x, &torch_mask(case, b, x.nrows()))
+                .forward_masked(&x, &torch_mask(case, b, (x.nrows(), x.nrows())))
                 .unwrap();
             let what = format!("{name} item {b}");
             assert_close(&what, &out.output, &matrix(&case["output"][b]));
