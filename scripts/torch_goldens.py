@@ -3,7 +3,9 @@ with causal, key-padding and combined masks on batches of 1 to 3, its weights pe
 averaged; F.scaled_dot_product_attention on a fully masked row; and the sinusoidal positional
 encoding computed as the Annotated Transformer does. Records torch's version.
 
-Also writes tests/data/torch/cross.json: nn.MultiheadAttention with biases, as self-attention
+Also writes tests/data/torch/conventions.json (notebook 005's fully masked row under
+nn.MultiheadAttention, F.scaled_dot_product_attention, d2l's and burn's fills) and
+tests/data/torch/cross.json: nn.MultiheadAttention with biases, as self-attention
 (in_proj_weight, in_proj_bias) and as cross-attention with kdim != vdim != E (q_proj_weight,
 k_proj_weight, v_proj_weight), with and without masks, on batches of 1 to 3, its weights per
 head and averaged.
@@ -107,6 +109,38 @@ def fully_masked():
             "output": rows(out)}
 
 
+def conventions():
+    """Notebook 005's example under each library's convention: query 0 may not see key 1,
+    query 1 may see no key. NaN is kept, so every matrix is stored as Python reprs."""
+    q = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
+    k = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.5, 1.0]], dtype=torch.float64)
+    v = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=torch.float64)
+    blocked = torch.tensor([[False, True, False], [True, True, True]])
+    mha = torch.nn.MultiheadAttention(2, 1, bias=False, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([torch.eye(2, dtype=torch.float64)] * 3))
+        mha.out_proj.weight.copy_(torch.eye(2, dtype=torch.float64))
+        mha_out, mha_weights = mha(q[None], k[None], v[None], attn_mask=blocked)
+    scores = q @ k.T / math.sqrt(2)
+
+    def filled(fill):
+        # d2l's masked_softmax (-1e6) and burn (-1e4) replace blocked scores by a fill value.
+        w = scores.masked_fill(blocked, fill).softmax(-1)
+        return {"weights": reprs(w), "output": reprs(w @ v)}
+
+    return {
+        "q": rows(q), "k": rows(k), "v": rows(v), "blocked": blocked.tolist(),
+        "mha": {"weights": reprs(mha_weights[0]), "output": reprs(mha_out[0])},
+        "sdpa": {"output": reprs(F.scaled_dot_product_attention(q, k, v, attn_mask=~blocked))},
+        "d2l": filled(-1e6),
+        "burn": filled(-1e4),
+    }
+
+
+def reprs(t):
+    return {"shape": list(t.shape), "rows": [[repr(x) for x in r] for r in t.detach().tolist()]}
+
+
 def positional(tokens, d):
     # The Annotated Transformer's form: exp(-log(10000) 2i/d) rather than 10000^(-2i/d).
     pe = torch.zeros(tokens, d, dtype=torch.float64)
@@ -149,6 +183,8 @@ def main():
         ],
     }
     (OUT / "cross.json").write_text(json.dumps(cross) + "\n")
+    (OUT / "conventions.json").write_text(
+        json.dumps({"torch": torch.__version__, **conventions()}) + "\n")
 
 
 if __name__ == "__main__":

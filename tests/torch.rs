@@ -5,7 +5,7 @@ mod common;
 use std::path::PathBuf;
 
 use attention_lab::prelude::*;
-use common::{assert_close, matrix};
+use common::{assert_close, decode, matrix};
 use serde_json::Value;
 
 fn golden() -> Value {
@@ -189,4 +189,31 @@ fn positional_encoding_matches_torch() {
         g["d_model"].as_u64().unwrap() as usize,
     );
     assert_close("positional encoding", &pe, &matrix(&g["pe"]));
+}
+
+/// Notebook 005's cell on conventions: each library's numbers on one example, made here with
+/// `Mask` and `softmax`, against PyTorch running each convention.
+#[test]
+fn mask_conventions_of_notebook_005_match_torch() {
+    let g = golden_file("conventions.json");
+    let (q, k, v) = (matrix(&g["q"]), matrix(&g["k"]), matrix(&g["v"]));
+    let blocked: Vec<Vec<bool>> = serde_json::from_value(g["blocked"].clone()).unwrap();
+    let blocked = Array2::from_shape_fn((2, 3), |(i, j)| blocked[i][j]);
+    let mask = Mask::from_blocked(&blocked);
+    let ours = scaled_dot_product_attention_masked(&q, &k, &v, &mask).unwrap();
+    // SDPA (PyTorch 2.5 and later) gives what this library gives.
+    assert_close("SDPA output", &ours.output, &decode(&g["sdpa"]["output"]));
+    assert!(ours.output.row(1).iter().all(|&z| z == 0.0));
+    // nn.MultiheadAttention: the softmax of a row of -inf, NaN.
+    let mha_weights = softmax(&ours.scores);
+    assert_close("MHA weights", &mha_weights, &decode(&g["mha"]["weights"]));
+    let mha_output = mha_weights.dot(&v);
+    assert_close("MHA output", &mha_output, &decode(&g["mha"]["output"]));
+    assert!(mha_output.row(1).iter().all(|z| z.is_nan()));
+    for (name, fill) in [("d2l", -1e6), ("burn", -1e4)] {
+        let theirs =
+            scaled_dot_product_attention_masked(&q, &k, &v, &mask.with_fill(fill)).unwrap();
+        assert_close(name, &theirs.weights, &decode(&g[name]["weights"]));
+        assert_close(name, &theirs.output, &decode(&g[name]["output"]));
+    }
 }
