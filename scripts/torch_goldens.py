@@ -95,6 +95,33 @@ def biased_case(name, batch, tq, tk, e, h, kdim, vdim, causal, padded, seed):
     return case
 
 
+def notebook_006_cross():
+    """Notebook 006's cross-attention layer, nn.MultiheadAttention(4, 2, kdim=3, vdim=2), with
+    the weights and inputs the notebook prints, in the format of biased_case."""
+    t = lambda rows_: torch.tensor(rows_, dtype=torch.float64)  # noqa: E731
+    mha = torch.nn.MultiheadAttention(4, 2, kdim=3, vdim=2, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.q_proj_weight.copy_(torch.eye(4, dtype=torch.float64))
+        mha.k_proj_weight.copy_(t([[1, 0, 1], [0, 1, 0], [0.5, 0.5, 0], [0, 0, 1]]))
+        mha.v_proj_weight.copy_(t([[1, 0], [0, 1], [1, 1], [1, -1]]))
+        mha.in_proj_bias.copy_(t([0, 0, 0, 0, 0.1, 0.1, 0.1, 0.1, 0, 0, 0.5, 0.5]))
+        mha.out_proj.weight.copy_(torch.eye(4, dtype=torch.float64))
+        mha.out_proj.bias.copy_(t([0, 0, 1, 1]))
+    mha.eval()
+    x = t([[[1, 0, 1, 0], [0, 2, 0, 1]]])
+    key = t([[[1, 0, 0], [0, 1, 0], [1, 1, 1]]])
+    value = t([[[1, 0], [0, 1], [2, 2]]])
+    out, per_head, averaged = run_mha(mha, x, key, value, None, None)
+    return {
+        "name": "notebook_006", "h": 2, "causal": False, "padded": None,
+        "q_proj_weight": rows(mha.q_proj_weight), "k_proj_weight": rows(mha.k_proj_weight),
+        "v_proj_weight": rows(mha.v_proj_weight), "in_proj_bias": vec(mha.in_proj_bias),
+        "out_proj_weight": rows(mha.out_proj.weight), "out_proj_bias": vec(mha.out_proj.bias),
+        "x": rows(x), "key": rows(key), "value": rows(value),
+        "output": rows(out), "weights": rows(per_head), "averaged": rows(averaged),
+    }
+
+
 def fully_masked():
     gen = torch.Generator().manual_seed(7)
     q = torch.randn(3, 2, generator=gen, dtype=torch.float64)
@@ -180,6 +207,7 @@ def main():
                         [[False, False, False, False, True], [False, True, False, True, True],
                          [False] * 5], 14),
             biased_case("cross_kdim_only", 2, 4, 3, 4, 4, 2, 4, False, None, 15),
+            notebook_006_cross(),
         ],
     }
     (OUT / "cross.json").write_text(json.dumps(cross) + "\n")
