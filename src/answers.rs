@@ -4,10 +4,8 @@
 //! `{"student": ID, "heads": [{"q", "k", "v", "scores", "weights", "z"}, ...], "concat",
 //! "output"}`. Numbers are written with Rust's shortest round-trip digits; NaN and the
 //! infinities, which JSON cannot hold, as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
-//! Written by hand, so the library needs no JSON dependency.
-
-use std::io::Write;
-use std::path::Path;
+//! Written by hand, so the library needs no JSON dependency. The file itself is written by
+//! `attention_lab_io::write_answers` (atomically), or by `std::fs::write` from a notebook.
 
 use ndarray::Array2;
 
@@ -52,46 +50,6 @@ pub fn answers_json(student: &str, out: &MultiHeadOutput) -> String {
         matrix(&out.concat),
         matrix(&out.output)
     )
-}
-
-/// Writes [`answers_json`] to `path`: one call from a notebook cell submits a student's work.
-/// The file is written beside `path` under a temporary name and renamed, so an old
-/// submission is replaced whole or not at all.
-///
-/// ```no_run
-/// use attention_lab::prelude::*;
-///
-/// # let (layer, x) = (MultiHead::split(&Array2::eye(2), &Array2::eye(2), &Array2::eye(2), 1, None)?, Array2::<f64>::eye(2));
-/// let out: MultiHeadOutput = layer.forward(&x)?;
-/// write_answers("ada.json", "ada", &out).expect("written");
-/// # Ok::<(), AttentionError>(())
-/// ```
-///
-/// # Errors
-/// The I/O error of creating, writing or renaming the file.
-pub fn write_answers(
-    path: impl AsRef<Path>,
-    student: &str,
-    out: &MultiHeadOutput,
-) -> std::io::Result<()> {
-    let path = path.as_ref();
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
-    let tmp = path.with_file_name(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(answers_json(student, out).as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }
 
 /// `[[1.0, 2.5], [3.0, 4.0]]`.

@@ -9,7 +9,7 @@
 //! # Ok::<(), AttentionError>(())
 //! ```
 
-pub use crate::answers::{answers_json, write_answers};
+pub use crate::answers::answers_json;
 pub use crate::attention::{
     scaled_dot_product_attention, scaled_dot_product_attention_masked,
     scaled_dot_product_attention_with, Attention,

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::io::{self, Write};
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Exit status when a subcommand's check fails (`replay` mismatches, `grade` ungraded work).
@@ -101,21 +102,7 @@ impl From<String> for Error {
 
 /// An I/O error as a person reads it: lower case, without Rust's " (os error N)" suffix.
 pub fn io_text(e: &io::Error) -> String {
-    let text = match e.kind() {
-        io::ErrorKind::NotFound => return "no such file".to_owned(),
-        io::ErrorKind::PermissionDenied => return "permission denied".to_owned(),
-        io::ErrorKind::IsADirectory => return "is a directory, not a file".to_owned(),
-        _ => e.to_string(),
-    };
-    let text = match text.rfind(" (os error ") {
-        Some(at) if text.ends_with(')') => &text[..at],
-        _ => &text,
-    };
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
+    attention_lab_io::describe(e)
 }
 
 /// `cannot {action}: {why}`, for a message that names its file itself.
@@ -132,6 +119,16 @@ pub fn print(text: &str) -> Result<()> {
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(Error::Stdout)
+}
+
+/// Writes a file the user named (`--output`, `--out`, `--json`, `--update`) with the one
+/// writer, [`attention_lab_io::write`]: atomically, through symlinks, keeping its mode.
+///
+/// # Errors
+/// [`Error::Io`] naming `path`: a missing folder, a read-only file, a folder given as a file.
+pub fn write_file(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
+    let path = path.as_ref();
+    attention_lab_io::write(path, bytes).map_err(|e| Error::io(path.display(), "write", e))
 }
 
 /// Writes one line to stderr; a closed or failing stderr is ignored (there is nowhere left to

@@ -9,14 +9,12 @@
 //!
 //! A rounded `-0.0` is written as `0.0` (and used as `+0.0`), as a teacher would write it.
 
-use crate::error::{io_problem, print, Error, Result};
+use crate::error::{print, write_file, Error, Result};
 use crate::solve::{labels, layer, steps, Part};
 use attention_lab::np::{array_str, round, PrintOptions, RandomState};
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, ValueEnum};
 use ndarray::Array2;
-use std::io::Write;
-use std::path::Path;
 
 /// Arguments of `attention-lab exercise`.
 #[derive(Debug, Args)]
@@ -61,7 +59,7 @@ pub struct ExerciseArgs {
     /// Append the worked answer key.
     #[arg(long)]
     pub answers: bool,
-    /// Write the sheet to FILE (through a temporary file and a rename) instead of stdout.
+    /// Write the sheet to FILE (whole or not at all, through a symlink, keeping its mode) instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output: Option<String>,
     /// A class list (CSV with a column `id`, optionally `name`): a sheet and a key per student.
@@ -117,7 +115,7 @@ fn exercise(args: &ExerciseArgs) -> Result<()> {
     let sheet = sheet(args, &layout)?;
     match &args.output {
         None => print(&sheet),
-        Some(path) => write_atomically(path, &sheet).map_err(|e| Error::at(path, e)),
+        Some(path) => write_file(path, sheet.as_bytes()),
     }
 }
 
@@ -498,27 +496,4 @@ fn render(blocks: &[Block], format: Format, max_cols: usize) -> String {
         Format::Md => format!("{}\n", out.trim_end()),
         Format::Tex => out + "\\end{document}\n",
     }
-}
-
-/// Writes `text` to a temporary file beside `path`, then renames it, so a reader never sees
-/// half a sheet and a failed run leaves any old file intact.
-pub fn write_atomically(path: &str, text: &str) -> Result<()> {
-    let target = Path::new(path);
-    let name = target
-        .file_name()
-        .ok_or_else(|| "not a file name".to_string())?
-        .to_string_lossy();
-    let dir = target.parent().filter(|d| !d.as_os_str().is_empty());
-    let tmp_name = format!(".{name}.{}.tmp", std::process::id());
-    let tmp = dir.map_or_else(|| Path::new(&tmp_name).to_path_buf(), |d| d.join(&tmp_name));
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, target)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::Input(io_problem("write", &e))
-    })
 }

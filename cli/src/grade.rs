@@ -11,7 +11,7 @@
 //! [`Mistake`] is applied to the step (on the student's inputs and on the key's) and the
 //! first that reproduces the answer is named; when none does, the feedback says so.
 
-use crate::error::{io_problem, warn, Error, Result, EXIT_CHECK_FAILED};
+use crate::error::{io_problem, warn, write_file, Error, Result, EXIT_CHECK_FAILED};
 use crate::matrices::{matrix, matrix_from_json};
 use crate::problem;
 use crate::solve::layer;
@@ -1072,8 +1072,7 @@ fn write_out(out: &Path, outcomes: &[Outcome]) -> Result<()> {
     std::fs::create_dir_all(&feedback_dir).map_err(|e| Error::io(&shown, "create", e))?;
     let book = gradebook(outcomes).map_err(|e| Error::at(&shown, e))?;
     let path = out.join("gradebook.csv");
-    crate::exercise::write_atomically(&path.to_string_lossy(), &book)
-        .map_err(|e| Error::at(path.display(), e))?;
+    write_file(&path, book.as_bytes())?;
     for o in outcomes {
         let text = match (&o.result, &o.key) {
             (Ok(marks), Some(key)) => feedback(&o.student, &o.name, key, marks),
@@ -1085,8 +1084,7 @@ fn write_out(out: &Path, outcomes: &[Outcome]) -> Result<()> {
             continue;
         }
         let path = feedback_dir.join(format!("{}.txt", o.student));
-        crate::exercise::write_atomically(&path.to_string_lossy(), &text)
-            .map_err(|e| Error::at(path.display(), e))?;
+        write_file(&path, text.as_bytes())?;
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! `attention-lab kernel`: the Rust Jupyter kernel (evcxr_jupyter, linked in), its kernelspec
 //! "Rust (attention-lab)", and the evcxr settings that make its cells faster.
 
-use crate::error::{print, warn, Result};
+use crate::error::{print, warn, write_file, Result};
 use crate::problem;
 use std::fs;
 use std::io;
@@ -156,7 +156,7 @@ pub fn install(jupyter_path: &Path) -> Result<PathBuf> {
         },
     });
     let text = serde_json::to_string_pretty(&spec).expect("a JSON value serializes");
-    write_atomic(&spec_dir.join("kernel.json"), text.as_bytes())?;
+    write_file(spec_dir.join("kernel.json"), text.as_bytes())?;
     Ok(spec_dir)
 }
 
@@ -193,18 +193,7 @@ fn write_init_evcxr(config: &Path) -> Result<()> {
     if fs::read_to_string(&init).is_ok_and(|t| t == text) {
         return Ok(());
     }
-    write_atomic(&init, text.as_bytes())
-}
-
-/// Replaces `path` atomically (a temporary file in the same folder, then rename).
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail(&e))?;
-    file.write_all(bytes).map_err(|e| fail(&e))?;
-    file.persist(path).map_err(|e| fail(&e.error))?;
-    Ok(())
+    write_file(&init, text.as_bytes())
 }
 
 /// Prepares the kernel's environment and becomes `attention-lab --control_file FILE`

@@ -5,8 +5,8 @@
 //! not give the seed, so another student's key cannot be rebuilt. The seed is never printed on
 //! a sheet. The same roster, secret and options give the same files, byte for byte.
 
-use crate::error::{io_problem, warn, Error, Result};
-use crate::exercise::{draw, sheet, write_atomically, ExerciseArgs, Format, Layout};
+use crate::error::{io_problem, warn, write_file, Error, Result};
+use crate::exercise::{draw, sheet, ExerciseArgs, Format, Layout};
 use crate::grade::safe_id;
 use crate::problem;
 use crate::solve::{layer, to_json};
@@ -171,7 +171,7 @@ pub fn run(args: &ExerciseArgs) -> Result<()> {
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
-    write_atomically(&path.to_string_lossy(), text).map_err(|e| Error::at(path.display(), e))
+    write_file(path, text.as_bytes())
 }
 
 /// The sheet's heading: the name (when given) and the id, never the seed.

@@ -262,7 +262,7 @@ fn each_planted_mistake_is_named() {
                 "exp overflowed"
             );
         }
-        write_answers(dir.join("ann.json"), "ann", &answers).unwrap();
+        attention_lab_io::write_answers(dir.join("ann.json"), "ann", &answers).unwrap();
         let r = grade(&dir, "class/keys", &["ann.json"]);
         assert_eq!(r.status, 0, "{plant:?}: {}", r.stderr);
         let marks = row(&dir, "ann");
@@ -288,7 +288,7 @@ fn rounding_every_step_to_2_of_4_decimals_is_named_early_rounding() {
     let dir = temp_dir("round2");
     let class = make_class(&dir, "id\neve\n", "s", &["--decimals", "3"]);
     let (key, _) = read_key(&class.join("keys/eve.json"));
-    write_answers(
+    attention_lab_io::write_answers(
         dir.join("eve.json"),
         "eve",
         &work(&key, Plant::RoundEachStep(2)),
@@ -314,7 +314,8 @@ fn a_wrong_answer_no_mistake_explains_is_said_so() {
     let dir = temp_dir("unknown");
     let class = make_class(&dir, "id\nbo\n", "s", &[]);
     let (key, _) = read_key(&class.join("keys/bo.json"));
-    write_answers(dir.join("bo.json"), "bo", &work(&key, Plant::OffQ(0))).unwrap();
+    attention_lab_io::write_answers(dir.join("bo.json"), "bo", &work(&key, Plant::OffQ(0)))
+        .unwrap();
     let r = grade(&dir, "class/keys/bo.json", &["bo.json"]);
     assert_eq!(r.status, 0, "{}", r.stderr);
     assert_eq!(row(&dir, "bo")["mistakes"], "Q_1:unknown");
@@ -356,14 +357,14 @@ fn a_correct_submission_gets_full_marks_as_json_and_as_npy() {
         &["--heads", "3", "--dk", "2"],
     );
     let (key, _) = read_key(&class.join("keys/ann.json"));
-    write_answers(dir.join("ann.json"), "ann", &work(&key, Plant::None)).unwrap();
+    attention_lab_io::write_answers(dir.join("ann.json"), "ann", &work(&key, Plant::None)).unwrap();
     // Cy hands in one .npy file per matrix, rounded to the 4 decimals the sheet asks for.
     let (key, _) = read_key(&class.join("keys/cy.json"));
     let out = work(&key, Plant::None);
     write_npy_dir(&dir.join("cy"), &out, Some(4));
     // Dee rounds every matrix to 4 decimals as she goes and works on with the rounded ones.
     let (key, _) = read_key(&class.join("keys/dee.json"));
-    write_answers(
+    attention_lab_io::write_answers(
         dir.join("dee.json"),
         "dee",
         &work(&key, Plant::RoundEachStep(4)),
@@ -517,7 +518,7 @@ fn hand_in(dir: &Path, class: &Path, n: usize, id: &str) {
             }
             std::fs::write(path, json.to_string()).unwrap();
         }
-        _ => write_answers(path, id, &out).unwrap(),
+        _ => attention_lab_io::write_answers(path, id, &out).unwrap(),
     }
 }
 
@@ -699,16 +700,17 @@ fn malformed_submissions_are_one_line_each_and_the_rest_are_graded() {
     let class = make_class(&dir, "id\nann\nbo\ncy\n", "s", &[]);
     let (key, _) = read_key(&class.join("keys/ann.json"));
     let good = work(&key, Plant::None);
-    write_answers(dir.join("ann.json"), "ann", &good).unwrap();
+    attention_lab_io::write_answers(dir.join("ann.json"), "ann", &good).unwrap();
     // Bo's weights of head 1 have a column too many; Cy hands in twice; Dan has no key.
     let (key, _) = read_key(&class.join("keys/bo.json"));
     let mut bo = work(&key, Plant::None);
     bo.heads[0].weights = Array2::zeros((2, 3));
-    write_answers(dir.join("bo.json"), "bo", &bo).unwrap();
+    attention_lab_io::write_answers(dir.join("bo.json"), "bo", &bo).unwrap();
     let (key, _) = read_key(&class.join("keys/cy.json"));
-    write_answers(dir.join("cy.json"), "cy", &work(&key, Plant::None)).unwrap();
-    write_answers(dir.join("cy-again.json"), "cy", &work(&key, Plant::None)).unwrap();
-    write_answers(dir.join("dan.json"), "dan", &good).unwrap();
+    attention_lab_io::write_answers(dir.join("cy.json"), "cy", &work(&key, Plant::None)).unwrap();
+    attention_lab_io::write_answers(dir.join("cy-again.json"), "cy", &work(&key, Plant::None))
+        .unwrap();
+    attention_lab_io::write_answers(dir.join("dan.json"), "dan", &good).unwrap();
     std::fs::write(dir.join("eve.json"), "{\"heads\": [").unwrap();
     let r = grade(
         &dir,

@@ -1,10 +1,8 @@
-//! Files: [`Figure::save_svg`] and [`Figure::save_png`], written under a temporary name in the
-//! same folder and renamed. The only module that writes files.
+//! Files: [`Figure::save_svg`] and [`Figure::save_png`], written by the workspace's one writer,
+//! `attention_lab_io::write` (a temporary file in the same folder, synced and renamed; through
+//! symlinks; keeping the file's mode). The only module that writes files.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::PlotError;
 use crate::figure::Figure;
@@ -55,38 +53,10 @@ impl Figure {
     }
 }
 
-/// Writes `bytes` to a new temporary file beside `path`, then renames it onto `path`.
+/// The workspace's one writer (attention_lab_io): atomic, through symlinks, keeping the mode.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let fail = |source: io::Error| PlotError::Write {
+    attention_lab_io::write(path, bytes).map_err(|source| PlotError::Write {
         path: path.to_path_buf(),
         source,
-    };
-    let name = path.file_name().ok_or_else(|| {
-        fail(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "the path names no file",
-        ))
-    })?;
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = folder.join(format!(
-        ".{}.{}-{n}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let write = |tmp: &Path| -> io::Result<()> {
-        let mut file: File = OpenOptions::new().write(true).create_new(true).open(tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(tmp, path)
-    };
-    write(&tmp).map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        fail(e)
     })
 }

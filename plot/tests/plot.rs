@@ -376,7 +376,10 @@ fn unwritable_paths_are_errors_naming_the_file() {
     );
 
     let msg = fig.save_svg("/").unwrap_err().to_string();
-    assert_eq!(msg, "cannot write /: the path names no file");
+    assert_eq!(
+        msg,
+        "cannot write /: names a folder (ends with /); give a file name"
+    );
 }
 
 #[test]
@@ -448,4 +451,26 @@ fn evcxr_display_prints_the_svg_as_html_between_evcxr_markers() {
     let svg = parse(svg);
     assert_eq!(cells(&svg).len(), 2);
     assert!(svg.texts.iter().any(|s| s == "0.75"));
+}
+
+/// The one writer (attention-lab-io): a symlink is written through and the mode is kept.
+#[cfg(unix)]
+#[test]
+fn saving_writes_through_a_symlink_and_keeps_the_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.svg");
+    std::fs::write(&real, "old").unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let link = dir.path().join("link.svg");
+    std::os::unix::fs::symlink("real.svg", &link).unwrap();
+    let fig = heatmap(&array![[1.0]]);
+    fig.save_svg(&link).unwrap();
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), fig.to_svg());
+    let mode = std::fs::metadata(&real).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
 }

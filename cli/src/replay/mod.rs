@@ -179,7 +179,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
     };
     print(&format!("\n{}", report.render_summary()))?;
     if let Some(path) = json_path {
-        report.write_json(&path).map_err(|error| {
+        attention_lab_io::write(&path, report.to_json().as_bytes()).map_err(|error| {
             problem!(
                 "{}: cannot write JSON report: {}",
                 path.display(),
@@ -426,10 +426,14 @@ fn run_notebook(
         }
         let text = notebook.to_jupyter_json();
         if text != input.original {
-            match notebook::write_atomically(&input.absolute, text.as_bytes()) {
+            match attention_lab_io::write(&input.absolute, text.as_bytes()) {
                 Ok(()) => report.written = true,
                 Err(error) => {
-                    report.error = Some(format!("cannot write {}: {error}", input.display))
+                    report.error = Some(format!(
+                        "cannot write {}: {}",
+                        input.display,
+                        io_text(&error)
+                    ))
                 }
             }
         }

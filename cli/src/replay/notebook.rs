@@ -4,7 +4,6 @@
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::path::Path;
 
 /// A notebook file as nbformat 4 stores it. Unknown top-level fields are kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -208,36 +207,6 @@ fn sort_keys(value: Value) -> Value {
         Value::Array(items) => Value::Array(items.into_iter().map(sort_keys).collect()),
         other => other,
     }
-}
-
-/// Writes `contents` to `path` atomically: a temporary file in the same
-/// folder, flushed, then renamed over the target. An interrupted run leaves
-/// the old file intact.
-pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let folder = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".into());
-    let temp = folder.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-        if let Ok(metadata) = std::fs::metadata(path) {
-            // Keep the original file's permissions.
-            let _ = std::fs::set_permissions(&temp, metadata.permissions());
-        }
-        std::fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::path::Path;
 
 /// Outcome of one code cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -223,9 +222,9 @@ impl Report {
         out
     }
 
-    /// Writes the report as JSON via a temporary file and a rename.
-    pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
-        let value = serde_json::to_value(self).map_err(std::io::Error::other)?;
-        super::notebook::write_atomically(path, super::notebook::to_pretty(&value).as_bytes())
+    /// The report as JSON, as `--json FILE` writes it.
+    pub fn to_json(&self) -> String {
+        let value = serde_json::to_value(self).expect("a report is valid JSON");
+        super::notebook::to_pretty(&value)
     }
 }
