@@ -55,7 +55,18 @@ enum Command {
 /// ```
 pub fn run() -> ExitCode {
     error::open_standard_streams();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version: stdout, status 0 (a closed pipe is no error here either).
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            error::warn(&one_line(&e.render().to_string()));
+            return ExitCode::from(error::EXIT_BAD_INPUT);
+        }
+    };
     error::finish(match cli.command {
         Command::Replay(args) => replay::run(args),
         Command::Show(args) => show::run(args),
@@ -65,6 +76,17 @@ pub fn run() -> ExitCode {
         Command::Lab(args) => lab::run(args),
         Command::Kernel(args) => kernel::run(args),
     })
+}
+
+/// clap's message up to its first blank line, on one line: `error: invalid value 'x' for
+/// '--seed <S>': invalid digit found in string` (the usage and the `--help` tip are dropped).
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A bug (ours or evcxr's) should give one line, not a backtrace, even though

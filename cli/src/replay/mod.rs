@@ -53,9 +53,14 @@ pub struct ReplayArgs {
     pub cache: u64,
 }
 
+/// Seconds that fit a `Duration` (a cell's timeout): positive and not too many.
 fn parse_seconds(text: &str) -> Result<f64> {
     match text.parse::<f64>() {
-        Ok(seconds) if seconds > 0.0 && seconds.is_finite() => Ok(seconds),
+        Ok(seconds) if seconds > 0.0 && Duration::try_from_secs_f64(seconds).is_ok() => Ok(seconds),
+        Ok(seconds) if seconds > 0.0 && seconds.is_finite() => Err(problem!(
+            "{text} seconds is too long (at most {:e})",
+            Duration::MAX.as_secs_f64()
+        )),
         _ => Err(problem!(
             "expected a positive number of seconds, got {text:?}"
         )),
@@ -92,6 +97,21 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
     };
     let inputs = read_inputs(&cwd, &args.paths)?;
     let json_path = args.json.as_ref().map(|path| cwd.join(path));
+    if let (Some(json), Some(given)) = (&json_path, &args.json) {
+        // The report must never replace a notebook or a sanitize file (it did, issue 8).
+        let inputs_too = inputs.iter().map(|input| input.absolute.clone());
+        let sanitize = args.sanitize.iter().map(|file| cwd.join(file));
+        if let Some(same) = inputs_too.chain(sanitize).find(|p| same_file(p, json)) {
+            return Err(Error::at(
+                "--json",
+                format!(
+                    "{} is an input ({}); the report needs a file of its own",
+                    given.display(),
+                    same.display()
+                ),
+            ));
+        }
+    }
     let kernel_options = KernelOptions {
         timeout: Duration::from_secs_f64(args.timeout),
         cache_mib: args.cache,
@@ -116,6 +136,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
 
     let mut notebooks = Vec::new();
     let mut input_errors = 0;
+    let mut write_errors = 0;
     for input in inputs {
         let report = match &input.parsed {
             Err(error) => {
@@ -131,6 +152,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
                     startup_seconds: None,
                     error: Some(format!("malformed notebook: {error}")),
                     written: false,
+                    write_error: None,
                     cell_results: Vec::new(),
                 }
             }
@@ -144,6 +166,10 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
                     &progress,
                 );
                 progress.suspend(|| print(&report.render()))?;
+                if let Some(error) = &report.write_error {
+                    write_errors += 1;
+                    progress.suspend(|| warn(&format!("error: {error}")));
+                }
                 report
             }
         };
@@ -160,10 +186,10 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
         totals.passed += n.passed;
         totals.failed += n.failed;
         totals.skipped += n.skipped;
-        totals.errors += usize::from(n.error.is_some());
+        totals.errors += usize::from(n.error.is_some() || n.write_error.is_some());
         totals.seconds += n.seconds;
     }
-    let status = if input_errors > 0 {
+    let status = if input_errors > 0 || write_errors > 0 {
         2
     } else if totals.failed > 0 || totals.errors > 0 {
         1
@@ -222,8 +248,10 @@ fn read_inputs(cwd: &Path, paths: &[PathBuf]) -> Result<Vec<Input>> {
         }
     }
     let mut inputs: Vec<Input> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (display, absolute) in found {
-        if inputs.iter().any(|input| input.absolute == absolute) {
+        // One notebook named twice (a symlink, `a/../a`) runs once.
+        if !seen.insert(std::fs::canonicalize(&absolute).unwrap_or_else(|_| absolute.clone())) {
             continue;
         }
         let bytes = std::fs::read(&absolute).map_err(|error| Error::io(&display, "read", error))?;
@@ -261,9 +289,11 @@ fn find_notebooks(
             continue;
         }
         let path = rel.join(&name);
-        if entry.path().is_dir() {
+        let kind = entry.file_type().map_err(|error| (path.clone(), error))?;
+        // Symlinked folders are not followed: a link to a parent would loop (issue 8).
+        if kind.is_dir() {
             find_notebooks(root, &path, out)?;
-        } else if name_text.ends_with(".ipynb") {
+        } else if name_text.ends_with(".ipynb") && entry.path().is_file() {
             out.push(path);
         }
     }
@@ -291,6 +321,7 @@ fn run_notebook(
         startup_seconds: None,
         error: None,
         written: false,
+        write_error: None,
         cell_results: Vec::new(),
     };
     progress.set_message(format!("{} (starting evcxr)", input.display));
@@ -303,7 +334,11 @@ fn run_notebook(
     let guard = CurrentDirGuard::enter(&folder);
     let mut kernel = match &guard {
         Err(error) => {
-            report.error = Some(format!("cannot enter folder {}: {error}", folder.display()));
+            report.error = Some(format!(
+                "cannot enter folder {}: {}",
+                folder.display(),
+                io_text(error)
+            ));
             None
         }
         Ok(_) if code_cells == 0 => None,
@@ -333,6 +368,7 @@ fn run_notebook(
     let mut first = true;
     let mut aborted = report.error.is_some();
     let mut new_outputs: Vec<(usize, Vec<Value>, Option<u64>)> = Vec::new();
+    let mut changed = false;
 
     for (position, cell) in notebook.cells.iter().enumerate() {
         if !cell.is_code() {
@@ -400,8 +436,10 @@ fn run_notebook(
             }
         }
         if update && !aborted {
-            // nbval-ignore-output cells are rewritten too, so use the raw diff.
-            result.updated = !diff.is_empty() || cell.execution_count() != count;
+            // nbval-ignore-output cells are rewritten too, so use the raw outputs.
+            result.updated =
+                cell.outputs() != run.outputs.as_slice() || cell.execution_count() != count;
+            changed |= result.updated;
             new_outputs.push((position, run.outputs, count));
         }
         if differs {
@@ -424,13 +462,14 @@ fn run_notebook(
                 count.map(Value::from).unwrap_or(Value::Null),
             );
         }
+        // Only a changed output or count rewrites the file: a rewrite reformats the JSON.
         let text = notebook.to_jupyter_json();
-        if text != input.original {
+        if changed && text != input.original {
             match attention_lab_io::write(&input.absolute, text.as_bytes()) {
                 Ok(()) => report.written = true,
                 Err(error) => {
-                    report.error = Some(format!(
-                        "cannot write {}: {}",
+                    report.write_error = Some(format!(
+                        "{}: cannot write: {}",
                         input.display,
                         io_text(&error)
                     ))
@@ -448,4 +487,12 @@ fn run_notebook(
     report.recount();
     report.seconds = started.elapsed().as_secs_f64();
     report
+}
+
+/// Whether `a` and `b` name one file (through symlinks and `..`); a missing `b` is no file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }

@@ -2,6 +2,7 @@
 //! and outputs, while every field we do not understand survives a rewrite.
 
 use crate::error::{Error, Result};
+use crate::problem;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -138,17 +139,24 @@ impl Notebook {
         if !object.contains_key("cells") {
             return Err(Error::from("no \"cells\" field"));
         }
-        match object.get("nbformat").and_then(Value::as_u64) {
-            Some(4) => {}
-            Some(other) => {
+        match object.get("nbformat") {
+            Some(version) if version.as_u64() == Some(4) => {}
+            Some(version) if version.as_u64().is_some() => {
                 return Err(Error::Input(format!(
-                    "nbformat {other} is not supported (only 4)"
+                    "nbformat {version} is not supported (only 4)"
                 )))
             }
-            None => return Err(Error::from("missing or non-numeric \"nbformat\"")),
+            Some(version) => {
+                return Err(Error::Input(format!(
+                    "\"nbformat\" must be the integer 4, not {version}"
+                )))
+            }
+            None => return Err(Error::from("no \"nbformat\" field")),
         }
+        check_language(object)?;
         if let Some(cells) = object.get("cells").and_then(Value::as_array) {
             for (index, cell) in cells.iter().enumerate() {
+                check_cell(cell).map_err(|problem| problem!("cell {}: {problem}", index + 1))?;
                 Cell::deserialize(cell)
                     .map_err(|error| Error::Input(format!("cell {}: {error}", index + 1)))?;
                 if let Some(outputs) = cell.get("outputs") {
@@ -175,6 +183,62 @@ impl Notebook {
         let value = sort_keys(serde_json::to_value(self).expect("notebook is valid JSON"));
         to_pretty(&value)
     }
+}
+
+/// A notebook for another language would fail at its first cell: say so before running it.
+/// The language comes from `metadata.kernelspec.language`, else `metadata.language_info.name`;
+/// a notebook naming neither is taken as Rust.
+fn check_language(notebook: &Map<String, Value>) -> Result<()> {
+    let metadata = notebook.get("metadata");
+    let kernelspec = metadata.and_then(|m| m.get("kernelspec"));
+    let language = kernelspec
+        .and_then(|k| k.get("language"))
+        .or_else(|| metadata.and_then(|m| m.get("language_info")?.get("name")));
+    match language.map(|l| l.as_str().ok_or(l)) {
+        None => Ok(()),
+        Some(Ok(name)) if name.eq_ignore_ascii_case("rust") => Ok(()),
+        Some(Ok(name)) => {
+            let kernel = kernelspec
+                .and_then(|k| k.get("name"))
+                .and_then(Value::as_str)
+                .map(|k| format!(" (kernel {k:?})"))
+                .unwrap_or_default();
+            Err(problem!(
+                "a {name} notebook{kernel}, not Rust: replay runs Rust notebooks only"
+            ))
+        }
+        Some(Err(other)) => Err(problem!(
+            "the notebook's language is {other}, not a name such as \"rust\""
+        )),
+    }
+}
+
+/// The fields serde would reject with an unreadable message, named.
+fn check_cell(cell: &Value) -> std::result::Result<(), String> {
+    let Some(cell) = cell.as_object() else {
+        return Err(format!("a cell must be a JSON object, not {cell}"));
+    };
+    match cell.get("source") {
+        None => return Err("no \"source\" field".into()),
+        Some(Value::String(_)) => {}
+        Some(Value::Array(parts)) if parts.iter().all(Value::is_string) => {}
+        Some(other) => {
+            return Err(format!(
+                "\"source\" must be a string or a list of strings, not {other}"
+            ))
+        }
+    }
+    if let Some(tags) = cell.get("metadata").and_then(|m| m.get("tags")) {
+        let strings = tags
+            .as_array()
+            .is_some_and(|t| t.iter().all(Value::is_string));
+        if !strings {
+            return Err(format!(
+                "\"tags\" must be a list of strings (e.g. [\"nbval-skip\"]), not {tags}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Pretty-prints with Jupyter's one-space indent and a trailing newline.

@@ -56,6 +56,9 @@ pub struct NotebookReport {
     pub error: Option<String>,
     /// Whether `--update` rewrote the file.
     pub written: bool,
+    /// Why `--update` could not rewrite the file (said on stderr, not in the report on stdout).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_error: Option<String>,
     /// Per code cell results.
     pub cell_results: Vec<CellReport>,
 }
