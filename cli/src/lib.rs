@@ -7,10 +7,22 @@
 pub mod error;
 pub mod exercise;
 pub mod grade;
+#[cfg(feature = "kernel")]
 pub mod kernel;
+#[cfg(feature = "kernel")]
 pub mod lab;
 pub mod matrices;
+#[cfg(feature = "kernel")]
 pub mod replay;
+/// Without the `kernel` feature (the fuzz targets' build, which would otherwise compile evcxr
+/// and rust-analyzer with sanitizers): replay's readers only.
+#[cfg(not(feature = "kernel"))]
+pub mod replay {
+    #[path = "compare.rs"]
+    pub mod compare;
+    #[path = "notebook.rs"]
+    pub mod notebook;
+}
 pub mod roster;
 pub mod show;
 pub mod solve;
@@ -29,6 +41,7 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 enum Command {
+    #[cfg(feature = "kernel")]
     /// Re-run evcxr notebooks and check their stored outputs (nbval for Rust).
     Replay(replay::ReplayArgs),
     /// Print .npy files exactly as NumPy's print(a) or repr(a) would.
@@ -39,8 +52,10 @@ enum Command {
     Exercise(exercise::ExerciseArgs),
     /// Mark students' answers against their keys and name the mistake of each wrong part.
     Grade(grade::GradeArgs),
+    #[cfg(feature = "kernel")]
     /// Open the notebooks in JupyterLab with the project's Rust kernel (sets it all up once).
     Lab(lab::LabArgs),
+    #[cfg(feature = "kernel")]
     /// The Rust Jupyter kernel in this binary: install or uninstall its kernelspec, or serve.
     Kernel(kernel::KernelArgs),
 }
@@ -68,12 +83,15 @@ pub fn run() -> ExitCode {
         }
     };
     error::finish(match cli.command {
+        #[cfg(feature = "kernel")]
         Command::Replay(args) => replay::run(args),
         Command::Show(args) => show::run(args),
         Command::Solve(args) => solve::run(args),
         Command::Exercise(args) => exercise::run(args),
         Command::Grade(args) => grade::run(args),
+        #[cfg(feature = "kernel")]
         Command::Lab(args) => lab::run(args),
+        #[cfg(feature = "kernel")]
         Command::Kernel(args) => kernel::run(args),
     })
 }

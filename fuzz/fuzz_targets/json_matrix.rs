@@ -1,0 +1,23 @@
+//! The inline-JSON matrix parser (`--x '[[1, 2], [3, 4]]'`) on any text: a matrix or one
+//! error, and a matrix it accepts has the rows and values of the JSON it came from.
+#![no_main]
+
+use attention_lab_cli::matrices::json_matrix;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|text: &str| {
+    let Ok(m) = json_matrix(text) else {
+        return;
+    };
+    let json: serde_json::Value = serde_json::from_str(text).expect("accepted text is JSON");
+    let rows = json.as_array().expect("a matrix is a list of rows");
+    assert_eq!(rows.len(), m.nrows());
+    for (i, row) in rows.iter().enumerate() {
+        let row = row.as_array().expect("each row is a list");
+        assert_eq!(row.len(), m.ncols());
+        for (j, v) in row.iter().enumerate() {
+            let want = v.as_f64().expect("each element is a number");
+            assert!(want == m[[i, j]] || (want.is_nan() && m[[i, j]].is_nan()));
+        }
+    }
+});
