@@ -428,3 +428,35 @@ fn replays_every_notebook_in_repo() {
     assert_eq!(report["totals"]["notebooks"], count);
     assert_eq!(report["ok"], true);
 }
+
+/// One evcxr context: `--update` of a read-only notebook whose output changed says so on
+/// stderr (one line, status 2), not in the report on stdout, and leaves the file alone.
+#[cfg(unix)]
+#[test]
+fn update_write_failure_goes_to_stderr() {
+    use std::os::unix::fs::PermissionsExt;
+    let folder = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("replay-readonly-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    let notebook = folder.join("ro.ipynb");
+    let text = r#"{"cells": [{"cell_type": "code", "execution_count": 2, "id": "c1", "metadata": {},
+ "outputs": [{"name": "stdout", "output_type": "stream", "text": ["old\n"]}],
+ "source": ["println!(\"new\");"]}],
+ "metadata": {"kernelspec": {"display_name": "Rust", "language": "rust", "name": "rust"}},
+ "nbformat": 4, "nbformat_minor": 5}
+"#;
+    std::fs::write(&notebook, text).unwrap();
+    std::fs::set_permissions(&notebook, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let output = replay(&folder, &["--update", "ro.ipynb"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(
+        errors,
+        ["error: ro.ipynb: cannot write: read-only file, left as it is"],
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("cannot write"));
+    assert_eq!(std::fs::read_to_string(&notebook).unwrap(), text);
+}
