@@ -1,7 +1,7 @@
 //! `attention-lab kernel`: the Rust Jupyter kernel (evcxr_jupyter, linked in), its kernelspec
 //! "Rust (attention-lab)", and the evcxr settings that make its cells faster.
 
-use crate::error::{print, warn, write_file, Result};
+use crate::error::{io_text, print, warn, write_file, Error, Result};
 use crate::problem;
 use std::fs;
 use std::io;
@@ -137,12 +137,13 @@ fn evcxr_config_dir(cache: &Path) -> PathBuf {
 /// # Errors
 /// A folder or file that cannot be written, named in the message.
 pub fn install(jupyter_path: &Path) -> Result<PathBuf> {
-    let exe = std::env::current_exe().map_err(|e| problem!("cannot find this binary: {e}"))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| problem!("cannot find this binary: {}", io_text(&e)))?;
     let cache = cache_dir()?;
     let config = evcxr_config_dir(&cache);
     write_init_evcxr(&config)?;
     let spec_dir = jupyter_path.join("kernels").join(KERNEL_NAME);
-    fs::create_dir_all(&spec_dir).map_err(|e| problem!("{}: {e}", spec_dir.display()))?;
+    fs::create_dir_all(&spec_dir).map_err(|e| Error::io(spec_dir.display(), "create", e))?;
     let spec = serde_json::json!({
         "argv": [exe, "kernel", "serve", "--control-file", "{connection_file}"],
         "display_name": DISPLAY_NAME,
@@ -171,7 +172,7 @@ pub fn uninstall(jupyter_path: &Path) -> Result<Option<PathBuf>> {
     let text = match fs::read_to_string(&json) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(problem!("{}: {e}", json.display())),
+        Err(e) => return Err(Error::io(json.display(), "read", e)),
     };
     let ours = serde_json::from_str::<serde_json::Value>(&text)
         .ok()
@@ -182,12 +183,12 @@ pub fn uninstall(jupyter_path: &Path) -> Result<Option<PathBuf>> {
             json.display()
         ));
     }
-    fs::remove_dir_all(&spec_dir).map_err(|e| problem!("{}: {e}", spec_dir.display()))?;
+    fs::remove_dir_all(&spec_dir).map_err(|e| Error::io(spec_dir.display(), "remove", e))?;
     Ok(Some(spec_dir))
 }
 
 fn write_init_evcxr(config: &Path) -> Result<()> {
-    fs::create_dir_all(config).map_err(|e| problem!("{}: {e}", config.display()))?;
+    fs::create_dir_all(config).map_err(|e| Error::io(config.display(), "create", e))?;
     let init = config.join("init.evcxr");
     let text = format!(":cache {EVCXR_CACHE_MIB}\n");
     if fs::read_to_string(&init).is_ok_and(|t| t == text) {
@@ -202,7 +203,8 @@ fn write_init_evcxr(config: &Path) -> Result<()> {
 fn serve(control_file: &Path) -> Result<()> {
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe().map_err(|e| problem!("cannot find this binary: {e}"))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| problem!("cannot find this binary: {}", io_text(&e)))?;
     let cache = cache_dir()?;
     let config = std::env::var_os("EVCXR_CONFIG_DIR")
         .map(PathBuf::from)
@@ -275,7 +277,7 @@ fn serve(_control_file: &Path) -> Result<()> {
 #[cfg(unix)]
 fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(PathBuf, fs::File)> {
     use std::os::fd::AsRawFd;
-    fs::create_dir_all(root).map_err(|e| problem!("{}: {e}", root.display()))?;
+    fs::create_dir_all(root).map_err(|e| Error::io(root.display(), "create", e))?;
     let named = session.map(|s| format!("nb-{}", slug(s)));
     let slots = (0..64).map(|i| format!("slot-{i}"));
     for name in named.into_iter().chain(slots) {
@@ -285,7 +287,7 @@ fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(PathBuf, fs::F
             .truncate(false)
             .write(true)
             .open(&lock_path)
-            .map_err(|e| problem!("{}: {e}", lock_path.display()))?;
+            .map_err(|e| Error::io(lock_path.display(), "open", e))?;
         // SAFETY: flock on a descriptor we own.
         if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
             return Ok((root.join(name), lock));

@@ -1,6 +1,6 @@
 //! `attention-lab lab [DIR]`: JupyterLab with the project's Rust kernel, in one command.
 
-use crate::error::{print, warn, Result};
+use crate::error::{io_text, print, warn, Error, Result};
 use crate::problem;
 use std::fs;
 use std::io::Read;
@@ -42,9 +42,10 @@ pub fn run(args: LabArgs) -> Result<u8> {
     // Jupyter would quietly move to another port; say which one is taken instead.
     let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
     drop(TcpListener::bind(addr).map_err(|e| {
-        format!(
-            "port {} on 127.0.0.1 is busy ({e}); choose another with --port",
-            args.port
+        problem!(
+            "port {} on 127.0.0.1 is busy ({}); choose another with --port",
+            args.port,
+            io_text(&e)
         )
     })?);
     let cache = kernel::cache_dir()?;
@@ -76,9 +77,13 @@ pub fn run(args: LabArgs) -> Result<u8> {
     if unsafe { libc::geteuid() } == 0 {
         command.arg("--allow-root");
     }
-    let mut child = command
-        .spawn()
-        .map_err(|e| problem!("cannot start JupyterLab from {}: {e}", venv.display()))?;
+    let mut child = command.spawn().map_err(|e| {
+        problem!(
+            "cannot start JupyterLab from {}: {}",
+            venv.display(),
+            io_text(&e)
+        )
+    })?;
     let started = Instant::now();
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
         if let Ok(Some(status)) = child.try_wait() {
@@ -99,7 +104,7 @@ pub fn run(args: LabArgs) -> Result<u8> {
     ))?;
     let status = child
         .wait()
-        .map_err(|e| problem!("waiting for JupyterLab: {e}"))?;
+        .map_err(|e| problem!("waiting for JupyterLab: {}", io_text(&e)))?;
     Ok(status
         .code()
         .map_or(0, |code| u8::try_from(code).unwrap_or(1)))
@@ -120,7 +125,7 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf> {
     }
     // A half-made venv from an interrupted run is made again from scratch.
     if venv.exists() {
-        fs::remove_dir_all(venv).map_err(|e| problem!("{}: {e}", venv.display()))?;
+        fs::remove_dir_all(venv).map_err(|e| Error::io(venv.display(), "remove", e))?;
     }
     warn(&format!(
         "attention-lab lab: installing {JUPYTERLAB} in {} (once)",
@@ -130,7 +135,7 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf> {
         .args(["-m", "venv"])
         .arg(venv)
         .output()
-        .map_err(|e| problem!("python3 -m venv: {e}"))?;
+        .map_err(|e| problem!("python3 -m venv: {}", io_text(&e)))?;
     if !made.status.success() {
         let _ = fs::remove_dir_all(venv);
         return Err(
@@ -157,14 +162,14 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf> {
             JUPYTERLAB,
         ])
         .status()
-        .map_err(|e| problem!("pip: {e}"))?;
+        .map_err(|e| problem!("pip: {}", io_text(&e)))?;
     if !installed.success() {
         return Err(problem!(
             "pip could not install {JUPYTERLAB} (network?) into {}",
             venv.display()
         ));
     }
-    fs::write(&ready, JUPYTERLAB).map_err(|e| problem!("{}: {e}", ready.display()))?;
+    fs::write(&ready, JUPYTERLAB).map_err(|e| Error::io(ready.display(), "write", e))?;
     Ok(venv.to_owned())
 }
 
@@ -173,6 +178,6 @@ fn token() -> Result<String> {
     let mut bytes = [0u8; 24];
     fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| problem!("/dev/urandom: {e}"))?;
+        .map_err(|e| Error::io("/dev/urandom", "read", e))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

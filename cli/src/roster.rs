@@ -5,7 +5,7 @@
 //! not give the seed, so another student's key cannot be rebuilt. The seed is never printed on
 //! a sheet. The same roster, secret and options give the same files, byte for byte.
 
-use crate::error::{io_problem, warn, write_file, Error, Result};
+use crate::error::{io_problem, io_text, warn, write_file, Error, Result};
 use crate::exercise::{draw, sheet, ExerciseArgs, Format, Layout};
 use crate::grade::safe_id;
 use crate::problem;
@@ -278,7 +278,7 @@ fn compile_pdfs(out: &Path, tex_files: &[PathBuf]) -> Result<()> {
                 warn("note: pdflatex is not on PATH; the sheets are written as .md and .tex only");
                 return Ok(());
             }
-            Err(e) => Err(problem!("cannot run pdflatex: {e}")),
+            Err(e) => Err(problem!("cannot run pdflatex: {}", io_text(&e))),
             Ok(o) if !o.status.success() => Err(problem!(
                 "pdflatex failed (see {}); the .md and .tex are written",
                 build.join(format!("{stem}.log")).display()
