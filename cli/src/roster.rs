@@ -283,11 +283,10 @@ fn compile_pdfs(out: &Path, tex_files: &[PathBuf]) -> Result<()> {
                 "pdflatex failed (see {}); the .md and .tex are written",
                 build.join(format!("{stem}.log")).display()
             )),
-            Ok(_) => std::fs::rename(
-                build.join(format!("{stem}.pdf")),
-                dir.join(format!("{stem}.pdf")),
-            )
-            .map_err(|e| Error::Input(io_problem("move the PDF", &e))),
+            // Through the one writer: a PDF already there keeps its mode and its symlink.
+            Ok(_) => std::fs::read(build.join(format!("{stem}.pdf")))
+                .map_err(|e| Error::Input(io_problem("read the PDF", &e)))
+                .and_then(|pdf| write_file(dir.join(format!("{stem}.pdf")), &pdf)),
         };
         match result {
             Ok(()) => {
