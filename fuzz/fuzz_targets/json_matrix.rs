@@ -1,5 +1,6 @@
 //! The inline-JSON matrix parser (`--x '[[1, 2], [3, 4]]'`) on any text: a matrix or one
-//! error, and a matrix it accepts has the rows and values of the JSON it came from.
+//! error, and a matrix it accepts has the rows and values of the JSON it came from (numbers,
+//! or the strings "NaN", "Infinity" and "-Infinity" that `solve --json` writes).
 #![no_main]
 
 use attention_lab_cli::matrices::json_matrix;
@@ -16,7 +17,12 @@ fuzz_target!(|text: &str| {
         let row = row.as_array().expect("each row is a list");
         assert_eq!(row.len(), m.ncols());
         for (j, v) in row.iter().enumerate() {
-            let want = v.as_f64().expect("each element is a number");
+            let want = v.as_f64().unwrap_or_else(|| match v.as_str() {
+                Some("NaN") => f64::NAN,
+                Some("Infinity") => f64::INFINITY,
+                Some("-Infinity") => f64::NEG_INFINITY,
+                _ => panic!("element [{i}][{j}] accepted but not a number: {v}"),
+            });
             assert!(want == m[[i, j]] || (want.is_nan() && m[[i, j]].is_nan()));
         }
     }
