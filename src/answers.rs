@@ -48,7 +48,7 @@ pub fn answers_json(student: &str, out: &MultiHeadOutput) -> String {
         string(student),
         heads.join(", "),
         matrix(&out.concat),
-        matrix(&out.output)
+        matrix(out.result())
     )
 }
 

@@ -427,12 +427,30 @@ pub struct MultiHeadOutput {
     pub heads: Vec<HeadOutput>,
     /// The heads' outputs side by side (`np.concatenate(..., axis=1)`).
     pub concat: Array2<f64>,
-    /// `concat W_O` (`+ b_O` when the layer has an output bias), or `concat` itself when
-    /// the layer has no W_O.
-    pub output: Array2<f64>,
+    /// `concat W_O` (`+ b_O` when the layer has an output bias); `None` when the layer has
+    /// no W_O, whose result is then `concat` itself (see [`MultiHeadOutput::result`]).
+    pub output: Option<Array2<f64>>,
 }
 
 impl MultiHeadOutput {
+    /// The layer's result: `output` when the layer has W_O, else `concat`.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(2);
+    /// let x = array![[1.0, 2.0], [3.0, 4.0]];
+    /// let without: MultiHeadOutput = MultiHead::split(&w, &w, &w, 2, None)?.forward(&x)?;
+    /// assert!(without.output.is_none());
+    /// assert_eq!(without.result(), &without.concat);
+    /// let with: MultiHeadOutput = MultiHead::split(&w, &w, &w, 2, Some(w.clone() * 2.0))?.forward(&x)?;
+    /// assert_eq!(with.result(), &(&with.concat * 2.0));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn result(&self) -> &Array2<f64> {
+        self.output.as_ref().unwrap_or(&self.concat)
+    }
+
     /// The heads' weights averaged over the heads, PyTorch's `average_attn_weights=True`
     /// (its default); each head's own weights, its `average_attn_weights=False`, are
     /// `heads[i].weights`.
@@ -449,7 +467,8 @@ impl MultiHeadOutput {
     /// # Ok::<(), AttentionError>(())
     /// ```
     pub fn averaged_weights(&self) -> Array2<f64> {
-        let mut sum = Array2::zeros(self.heads[0].weights.dim());
+        let dim = self.heads.first().map_or((0, 0), |h| h.weights.dim());
+        let mut sum = Array2::zeros(dim);
         for head in &self.heads {
             sum += &head.weights;
         }
@@ -467,7 +486,7 @@ impl MultiHead {
     /// let layer = MultiHead::new(vec![head()?, head()?], Some(Array2::ones((4, 2))))?;
     /// let out = layer.forward(&array![[1.0, 2.0], [3.0, 4.0]])?;
     /// assert_eq!(out.concat.dim(), (2, 4));
-    /// assert_eq!(out.output.dim(), (2, 2));
+    /// assert_eq!(out.output.map(|o| o.dim()), Some((2, 2)));
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///
@@ -511,7 +530,7 @@ impl MultiHead {
     /// let w = Array2::<f64>::eye(2);
     /// let layer = MultiHead::split(&w, &w, &w, 1, Some(w.clone()))?.with_output_bias(array![10.0, 20.0])?;
     /// let out = layer.forward(&array![[1.0, 2.0]])?;
-    /// assert_eq!(out.output, array![[11.0, 22.0]]);
+    /// assert_eq!(out.output, Some(array![[11.0, 22.0]]));
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///
@@ -639,7 +658,7 @@ impl MultiHead {
     /// let layer = MultiHead::split(&w, &w, &w, 2, Some(Array2::eye(4)))?;
     /// let out = layer.forward(&array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])?;
     /// assert_eq!(out.heads.len(), 2);
-    /// assert_eq!(out.output, out.concat);
+    /// assert_eq!(out.output, Some(out.concat)); // W_O is the identity
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///
@@ -663,7 +682,7 @@ impl MultiHead {
     /// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
     /// let x = array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]];
     /// let out = layer.forward_masked(&x, &Mask::causal(2))?;
-    /// assert_eq!(out.output.row(0), x.row(0)); // token 0 sees only itself
+    /// assert_eq!(out.result().row(0), x.row(0)); // token 0 sees only itself
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///
@@ -697,7 +716,7 @@ impl MultiHead {
     /// let encoder_k = Array2::<f64>::zeros((4, 3));
     /// let encoder_v = array![[1.0], [2.0], [3.0], [4.0]];
     /// let out = layer.forward_cross(&decoder, &encoder_k, &encoder_v, None)?;
-    /// assert_eq!(out.output.row(0), array![2.5, -2.5]); // equal scores: the mean of the values
+    /// assert_eq!(out.result().row(0), array![2.5, -2.5]); // equal scores: the mean of the values
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///
@@ -727,10 +746,10 @@ impl MultiHead {
         let zs: Vec<ArrayView2<'_, f64>> = heads.iter().map(|h| h.z.view()).collect();
         // Every z has x's rows, so the concatenation cannot fail.
         let concat = concatenate(Axis(1), &zs).expect("heads' outputs share their row count");
-        let output = match &self.wo {
-            Some(wo) => project(concat.view(), wo, self.bo.as_ref()),
-            None => concat.clone(),
-        };
+        let output = self
+            .wo
+            .as_ref()
+            .map(|wo| project(concat.view(), wo, self.bo.as_ref()));
         Ok(MultiHeadOutput {
             heads,
             concat,

@@ -27,7 +27,7 @@
 //! let layer = MultiHead::split(&w, &w, &w, 2, Some(w.clone()))?;
 //! let z: Array2<f64> = layer.forward_streaming(&x)?;
 //! let full: MultiHeadOutput = layer.forward(&x)?;
-//! assert!(z.iter().zip(&full.output).all(|(a, b)| (a - b).abs() <= 1e-12 * b.abs().max(1.0)));
+//! assert!(z.iter().zip(full.result()).all(|(a, b)| (a - b).abs() <= 1e-12 * b.abs().max(1.0)));
 //! # Ok::<(), AttentionError>(())
 //! ```
 
@@ -244,7 +244,7 @@ impl MultiHead {
     /// let layer = MultiHead::split(&w, &w, &w, 2, Some(Array2::ones((4, 3))))?;
     /// let x = array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [0.0, 1.0, 0.0, -1.0]];
     /// let out: Array2<f64> = layer.forward_streaming(&x)?;
-    /// assert!((&out - &layer.forward(&x)?.output).iter().all(|d| d.abs() < 1e-12));
+    /// assert!((&out - layer.forward(&x)?.result()).iter().all(|d| d.abs() < 1e-12));
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///
@@ -267,7 +267,7 @@ impl MultiHead {
     /// let x = array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]];
     /// let serial = Streaming { threads: 1, ..Streaming::default() };
     /// let out: Array2<f64> = layer.forward_streaming_with(&x, serial)?;
-    /// assert!((&out - &layer.forward(&x)?.output).iter().all(|d| d.abs() < 1e-12));
+    /// assert!((&out - layer.forward(&x)?.result()).iter().all(|d| d.abs() < 1e-12));
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///
@@ -292,7 +292,7 @@ impl MultiHead {
     /// let x = array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [0.0, 1.0, 0.0, -1.0]];
     /// let mask = Mask::causal(3);
     /// let out: Array2<f64> = layer.forward_streaming_masked(&x, &mask)?;
-    /// assert!((&out - &layer.forward_masked(&x, &mask)?.output).iter().all(|d| d.abs() < 1e-12));
+    /// assert!((&out - layer.forward_masked(&x, &mask)?.result()).iter().all(|d| d.abs() < 1e-12));
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///

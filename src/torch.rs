@@ -117,7 +117,7 @@ impl MultiHead {
     /// let layer = MultiHead::from_torch_weights(&weights, 1)?;
     /// assert_eq!(layer.heads()[0].wv(), &array![[1.0, 2.0]]); // vdim x E
     /// let out = layer.forward_cross(&array![[1.0, 0.0]], &Array2::zeros((1, 3)), &array![[2.0]], None)?;
-    /// assert_eq!(out.output, array![[3.5, 3.5]]); // v = [2.5, 4.5], plus b_O
+    /// assert_eq!(out.output, Some(array![[3.5, 3.5]])); // v = [2.5, 4.5], plus b_O
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///

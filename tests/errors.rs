@@ -122,7 +122,7 @@ fn zero_tokens_give_empty_results() {
     assert_eq!(out.heads[1].weights.dim(), (0, 0));
     assert_eq!(out.heads[1].z.dim(), (0, 2));
     assert_eq!(out.concat.dim(), (0, 5));
-    assert_eq!(out.output.dim(), (0, 4));
+    assert_eq!(out.result().dim(), (0, 4));
 }
 
 /// Queries without keys: NumPy's `w @ V` of an n x 0 by 0 x d product is all zeros.

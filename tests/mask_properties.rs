@@ -70,8 +70,8 @@ fn positional_encoding_breaks_seed_003_permutation_equivariance() {
     let pe = positional_encoding(x.nrows(), x.ncols());
     let plain = layer.forward(&(&x + &pe)).unwrap();
     let permuted = layer.forward(&(&x.select(Axis(0), &perm) + &pe)).unwrap();
-    let expected = plain.output.select(Axis(0), &perm);
-    let largest = (&permuted.output - &expected)
+    let expected = plain.result().select(Axis(0), &perm);
+    let largest = (permuted.result() - &expected)
         .iter()
         .fold(0.0f64, |m, d| m.max(d.abs()));
     assert!(

@@ -66,7 +66,7 @@ proptest! {
         let single = Head::new(wq.clone(), wk.clone(), wv.clone()).unwrap().forward(&x).unwrap();
         let layer = MultiHead::split(&wq, &wk, &wv, 1, None).unwrap().forward(&x).unwrap();
         prop_assert_eq!(&layer.heads[0], &single);
-        prop_assert_eq!(&layer.output, &single.z);
+        prop_assert_eq!(layer.result(), &single.z);
     }
 
     #[test]
@@ -82,7 +82,7 @@ proptest! {
         let total: usize = widths.iter().sum();
         let out = MultiHead::new(heads, Some(Array2::ones((total, 3)))).unwrap().forward(&Array2::ones((n, d))).unwrap();
         prop_assert_eq!(out.concat.dim(), (n, total));
-        prop_assert_eq!(out.output.dim(), (n, 3));
+        prop_assert_eq!(out.result().dim(), (n, 3));
         let mut at = 0;
         for (h, &dv) in out.heads.iter().zip(&widths) {
             prop_assert_eq!(out.concat.slice(s![.., at..at + dv]), h.z.view());

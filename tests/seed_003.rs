@@ -32,9 +32,12 @@ fn check(g: &Value, x_key: &str, layer_key: &str, h: usize) {
     }
     let out = layer.forward(&matrix(&g[x_key])).unwrap();
     assert_layer(layer_key, &out, theirs);
+    // No W_O: no projected output, and the layer's result is the concatenation.
+    assert_eq!(out.output, None);
     assert_eq!(
-        out.output, out.concat,
-        "no W_O: the output is the concatenation"
+        out.result(),
+        &out.concat,
+        "no W_O: the result is the concatenation"
     );
 }
 
@@ -75,8 +78,8 @@ fn permutation_permutes_outputs_and_weights() {
         // Equal up to rounding: a permuted row is summed in another order.
         assert_close(
             "output",
-            &permuted.output,
-            &plain.output.select(Axis(0), &perm),
+            permuted.result(),
+            &plain.result().select(Axis(0), &perm),
         );
         for (p, o) in permuted.heads.iter().zip(&plain.heads) {
             assert_close(

@@ -36,7 +36,7 @@ fn multi_head_agrees_on_random_inputs() {
         let (x, layer) = layer(n, d, h, n as u64);
         assert_agrees(
             &layer.forward_streaming(&x).unwrap(),
-            &layer.forward(&x).unwrap().output,
+            layer.forward(&x).unwrap().result(),
         );
     }
 }
@@ -54,13 +54,13 @@ fn large_scores_agree_too() {
         .iter()
         .fold(0.0f64, |m, s| m.max(s.abs()));
     assert!(biggest > 100.0, "scores only reach {biggest}");
-    assert_agrees(&layer.forward_streaming(&x).unwrap(), &full.output);
+    assert_agrees(&layer.forward_streaming(&x).unwrap(), full.result());
 }
 
 #[test]
 fn every_block_size_and_thread_count_agrees() {
     let (x, layer) = layer(23, 8, 2, 11);
-    let full = layer.forward(&x).unwrap().output;
+    let full = layer.forward(&x).unwrap().result().clone();
     for query_block in [1, 2, 5, 23, 64] {
         for key_block in [1, 3, 8, 22, 23, 100] {
             for threads in [0, 1, 3] {
@@ -85,7 +85,7 @@ fn zero_blocks_mean_one() {
     };
     assert_agrees(
         &layer.forward_streaming_with(&x, zero).unwrap(),
-        &layer.forward(&x).unwrap().output,
+        layer.forward(&x).unwrap().result(),
     );
 }
 
@@ -99,7 +99,7 @@ fn huge_blocks_mean_the_whole_input() {
     };
     assert_agrees(
         &layer.forward_streaming_with(&x, huge).unwrap(),
-        &layer.forward(&x).unwrap().output,
+        layer.forward(&x).unwrap().result(),
     );
 }
 
@@ -126,7 +126,7 @@ fn heads_of_different_widths_and_softmaxes() {
     };
     assert_agrees(
         &layer.forward_streaming_with(&x, small).unwrap(),
-        &layer.forward(&x).unwrap().output,
+        layer.forward(&x).unwrap().result(),
     );
     let streamed = layer_no_wo.forward_streaming_with(&x, small).unwrap();
     let full = layer_no_wo.forward(&x).unwrap();
@@ -324,7 +324,7 @@ proptest! {
         let streamed = layer.forward_streaming_masked_with(&x, &mask, streaming).unwrap();
         let full = layer.forward_masked(&x, &mask).unwrap();
         prop_assert!(streamed.iter().all(|v| v.is_finite()));
-        assert_agrees(&streamed, &full.output);
+        assert_agrees(&streamed, full.result());
         for (i, row) in blocked.rows().into_iter().enumerate() {
             if fill.is_none() && row.iter().all(|&b| b) {
                 prop_assert!(full.concat.row(i).iter().all(|&z| z == 0.0));
@@ -367,7 +367,7 @@ fn causal_and_padding_agree_on_a_long_input() {
         let streamed = layer
             .forward_streaming_masked_with(&x, &mask, streaming)
             .unwrap();
-        assert_agrees(&streamed, &full.output);
+        assert_agrees(&streamed, full.result());
         // Query 0 sees only key 0, which is padding.
         assert!(streamed.row(0).iter().all(|&z| z == 0.0));
     }

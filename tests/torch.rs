@@ -102,7 +102,7 @@ fn biases_and_cross_attention_match_torch() {
             }
             .unwrap();
             let what = format!("{name} item {b}");
-            assert_close(&what, &out.output, &matrix(&case["output"][b]));
+            assert_close(&what, out.result(), &matrix(&case["output"][b]));
             for (i, head) in out.heads.iter().enumerate() {
                 let theirs = matrix(&case["weights"][b][i]);
                 assert_close(&format!("{what} head {i} weights"), &head.weights, &theirs);
@@ -119,7 +119,7 @@ fn biases_and_cross_attention_match_torch() {
                     None => layer.forward_streaming(&x),
                 }
                 .unwrap();
-                assert_close(&format!("{what} streamed"), &streamed, &out.output);
+                assert_close(&format!("{what} streamed"), &streamed, out.result());
             }
         }
     }
@@ -146,7 +146,7 @@ fn multihead_attention_with_masks_matches_torch() {
                 .forward_masked(&x, &torch_mask(case, b, (x.nrows(), x.nrows())))
                 .unwrap();
             let what = format!("{name} item {b}");
-            assert_close(&what, &out.output, &matrix(&case["output"][b]));
+            assert_close(&what, out.result(), &matrix(&case["output"][b]));
             let mut sum = Array2::<f64>::zeros(out.heads[0].weights.dim());
             for (i, head) in out.heads.iter().enumerate() {
                 let theirs = matrix(&case["weights"][b][i]);

@@ -312,7 +312,7 @@ fn answer_key(args: &ExerciseArgs, problem: &Problem, fixed: bool) -> Result<Vec
     let out = layer
         .forward(&p.x)
         .map_err(|e| Error::Input(e.to_string()))?;
-    let labels = labels(&out, true);
+    let labels = labels(&out);
     let steps = steps(&out, &labels);
     let opts = PrintOptions {
         precision: args.precision,

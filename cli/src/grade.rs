@@ -305,7 +305,7 @@ impl Submission {
             answers: MultiHeadOutput {
                 heads,
                 concat: json_matrix_field(&json, "concat")?,
-                output: json_matrix_field(&json, "output")?,
+                output: Some(json_matrix_field(&json, "output")?),
             },
         })
     }
@@ -350,7 +350,7 @@ impl Submission {
             answers: MultiHeadOutput {
                 heads,
                 concat: read("concat")?,
-                output: read("output")?,
+                output: Some(read("output")?),
             },
         })
     }
@@ -378,7 +378,7 @@ impl Submission {
             }
         }
         pairs.push(("\"concat\"".into(), &mine.concat, &want.concat));
-        pairs.push(("\"output\"".into(), &mine.output, &want.output));
+        pairs.push(("\"output\"".into(), mine.result(), want.result()));
         for (name, a, b) in pairs {
             if a.dim() != b.dim() {
                 return Err(problem!(
@@ -678,8 +678,8 @@ pub fn grade(key: &Key, sub: &Submission) -> Result<Vec<Mark>> {
             part: "d".into(),
             matrix: "Z W_O".into(),
             inputs: "Z".into(),
-            answer: &mine.output,
-            reference: &solution.output,
+            answer: mine.result(),
+            reference: solution.result(),
             own: vec![&mine.concat, &key.wo],
             own_right: c == Verdict::Right,
             given: vec![&solution.concat, &key.wo],

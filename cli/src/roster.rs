@@ -239,7 +239,7 @@ fn key_json(args: &ExerciseArgs, student: &Student, seed: u32) -> Result<String>
         list(&p.wk),
         list(&p.wv),
         crate::solve::matrix_json(&p.wo),
-        to_json(&out, true)
+        to_json(&out)
     ))
 }
 

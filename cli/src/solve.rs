@@ -87,16 +87,15 @@ fn solve(args: &SolveArgs) -> Result<String> {
     let wo = args.wo.as_deref().map(|w| matrix("--wo", w)).transpose()?;
     let layer = layer(&wq, &wk, &wv, wo, args.split)?.with_softmax(args.softmax.into());
     let out = layer.forward(&x).map_err(|e| Error::Input(e.to_string()))?;
-    let has_wo = layer.wo().is_some();
     if args.json {
-        return Ok(format!("{}\n", to_json(&out, has_wo)));
+        return Ok(format!("{}\n", to_json(&out)));
     }
     let opts = PrintOptions {
         precision: args.precision,
         suppress: args.suppress,
         ..PrintOptions::NUMPY
     };
-    Ok(print_steps(&out, has_wo, &opts))
+    Ok(print_steps(&out, &opts))
 }
 
 /// Every matrix given to a repeatable, comma-separated flag, in order.
@@ -187,7 +186,7 @@ pub struct Step<'a> {
 pub type Labels = (String, String);
 
 /// The labels of every step, in order; kept apart from [`steps`] so the steps can borrow them.
-pub fn labels(out: &MultiHeadOutput, has_wo: bool) -> Vec<Labels> {
+pub fn labels(out: &MultiHeadOutput) -> Vec<Labels> {
     let mut labels = Vec::new();
     for (n, head) in out.heads.iter().enumerate() {
         let i = n + 1;
@@ -217,7 +216,7 @@ pub fn labels(out: &MultiHeadOutput, has_wo: bool) -> Vec<Labels> {
         format!("Concatenated Z = [{}]", names.join(" ")),
         format!("Z = [\\,{}\\,]", names.join("\\;")),
     ));
-    if has_wo {
+    if out.output.is_some() {
         labels.push(("Output = Z W_O".into(), "Z W_O".into()));
     }
     labels
@@ -238,8 +237,9 @@ pub fn steps<'a>(out: &'a MultiHeadOutput, labels: &'a [Labels]) -> Vec<Step<'a>
         ]);
     }
     matrices.push((Part::Concat, &out.concat));
-    matrices.push((Part::Output, &out.output));
-    // Without W_O there is one label fewer, so the output step is dropped by the zip.
+    if let Some(output) = &out.output {
+        matrices.push((Part::Output, output));
+    }
     matrices
         .into_iter()
         .zip(labels)
@@ -254,8 +254,8 @@ pub fn steps<'a>(out: &'a MultiHeadOutput, labels: &'a [Labels]) -> Vec<Step<'a>
 
 /// The worked solution as `print("label:\n", M)` prints each step, a blank line after each
 /// head and before the concatenation.
-fn print_steps(out: &MultiHeadOutput, has_wo: bool, opts: &PrintOptions) -> String {
-    let labels = labels(out, has_wo);
+fn print_steps(out: &MultiHeadOutput, opts: &PrintOptions) -> String {
+    let labels = labels(out);
     let mut text = String::new();
     let mut last_part = None;
     for step in steps(out, &labels) {
@@ -276,7 +276,7 @@ fn print_steps(out: &MultiHeadOutput, has_wo: bool, opts: &PrintOptions) -> Stri
 /// Every intermediate at full precision: `{"heads": [{"q", "k", "v", "scores", "weights",
 /// "z"}], "concat", "output"}`, `output` being null without W_O. Written by hand to keep
 /// this key order (serde_json's maps sort their keys).
-pub fn to_json(out: &MultiHeadOutput, has_wo: bool) -> String {
+pub fn to_json(out: &MultiHeadOutput) -> String {
     let heads: Vec<String> = out
         .heads
         .iter()
@@ -296,11 +296,10 @@ pub fn to_json(out: &MultiHeadOutput, has_wo: bool) -> String {
             format!("{{{}}}", fields.join(", "))
         })
         .collect();
-    let output = if has_wo {
-        matrix_json(&out.output)
-    } else {
-        "null".to_string()
-    };
+    let output = out
+        .output
+        .as_ref()
+        .map_or_else(|| "null".to_string(), matrix_json);
     format!(
         "{{\"heads\": [{}], \"concat\": {}, \"output\": {output}}}",
         heads.join(", "),

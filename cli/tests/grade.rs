@@ -154,7 +154,7 @@ fn work(key: &Key, plant: Plant) -> MultiHeadOutput {
     MultiHeadOutput {
         heads,
         concat,
-        output,
+        output: Some(output),
     }
 }
 
@@ -344,7 +344,7 @@ fn write_npy_dir(folder: &Path, out: &MultiHeadOutput, decimals: Option<i32>) {
         save(format!("z_{i}"), &h.z);
     }
     save("concat".into(), &out.concat);
-    save("output".into(), &out.output);
+    save("output".into(), out.result());
 }
 
 #[test]

@@ -51,7 +51,7 @@ fn run(args: &[String]) -> Result<String, String> {
         let start = Instant::now();
         let out = match path.as_str() {
             "streaming" => layer.forward_streaming_with(&x, streaming()),
-            "full" => layer.forward(&x).map(|o| o.output),
+            "full" => layer.forward(&x).map(|o| o.result().clone()),
             other => return Err(format!("unknown path {other:?}; {usage}")),
         }
         .map_err(|e| e.to_string())?;

@@ -112,7 +112,7 @@ pub fn t000() -> Transcript {
     print(
         &mut out,
         "Result after multiplication with W_0:\n",
-        &layer.output,
+        layer.result(),
         &opts,
     );
     Ok(out)
@@ -206,7 +206,7 @@ pub fn t003() -> Transcript {
     };
     let show = |out: &mut String, x: &Array2<f64>, h: usize| -> Result<(), Box<dyn Error>> {
         let result = layer(h)?.forward(x)?;
-        print(out, "Self-Attention Output:\n", &result.output, &opts);
+        print(out, "Self-Attention Output:\n", result.result(), &opts);
         writeln!(out, "Self-Attention Weights:")?;
         for (i, head) in result.heads.iter().enumerate() {
             writeln!(
@@ -219,7 +219,7 @@ pub fn t003() -> Transcript {
         Ok(())
     };
     let single = layer(1)?.forward(&x)?;
-    print(&mut out, "Self-Attention Output:\n", &single.output, &opts);
+    print(&mut out, "Self-Attention Output:\n", single.result(), &opts);
     print(
         &mut out,
         "Self-Attention Matrix:\n",
@@ -258,7 +258,7 @@ pub fn t004() -> Transcript {
     writeln!(
         out,
         "\nFinal Multi-Head Self-Attention Output (M):\n{}",
-        array_str(&m.output, &opts)
+        array_str(m.result(), &opts)
     )?;
     Ok(out)
 }

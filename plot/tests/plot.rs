@@ -413,7 +413,7 @@ fn figures_that_cannot_be_drawn_are_errors_and_show_why() {
     let no_heads = MultiHeadOutput {
         heads: vec![],
         concat: Array2::zeros((0, 0)),
-        output: Array2::zeros((0, 0)),
+        output: None,
     };
     let msg = heads_grid(&no_heads, &[])
         .render_svg()

@@ -104,6 +104,6 @@ pub fn assert_layer(what: &str, out: &MultiHeadOutput, g: &Value) {
     }
     assert_numpy(&format!("{what} concatenation"), &out.concat, &g["concat"]);
     if let Some(output) = g.get("output") {
-        assert_numpy(&format!("{what} output"), &out.output, output);
+        assert_numpy(&format!("{what} output"), out.result(), output);
     }
 }
