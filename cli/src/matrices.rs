@@ -65,13 +65,7 @@ const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 /// A [`Error`] naming `path` when the file cannot be read, is not a .npy file, has another
 /// dtype, or is truncated.
 pub fn read_npy(path: &str) -> Result<NpyArray> {
-    let bytes = std::fs::read(Path::new(path)).map_err(|e| Error::io(path, "read", e))?;
-    if !bytes.starts_with(NPY_MAGIC) {
-        return Err(Error::at(
-            path,
-            "not a .npy file (it does not start with the NumPy magic string)",
-        ));
-    }
+    let bytes = read_bounded(path)?;
     // ndarray-npy reads one element type at a time; try each until the descriptor matches.
     let problem = |e: ReadNpyError| match e {
         ReadNpyError::WrongDescriptor(descr) => Error::at(
@@ -97,6 +91,114 @@ pub fn read_npy(path: &str) -> Result<NpyArray> {
         Ok(a) => Ok(NpyArray::Bool(a)),
         Err(e) => Err(problem(e)),
     }
+}
+
+/// Headers longer than this are refused (NumPy writes a few hundred bytes at most).
+const NPY_MAX_HEADER: usize = 1 << 20;
+
+/// The file's bytes, reading no more than its header declares (and one byte more, so
+/// ndarray-npy still sees trailing data): `/dev/zero`, a FIFO, or a header that claims 10^12
+/// elements in a 136-byte file end in one error instead of an unbounded read or allocation.
+fn read_bounded(path: &str) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let not_npy = || {
+        Error::at(
+            path,
+            "not a .npy file (it does not start with the NumPy magic string)",
+        )
+    };
+    let file = std::fs::File::open(Path::new(path)).map_err(|e| Error::io(path, "read", e))?;
+    let size = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    let mut file = std::io::BufReader::new(file);
+    let mut bytes = Vec::new();
+    let mut take = |bytes: &mut Vec<u8>, n: u64| -> Result<usize> {
+        (&mut file)
+            .take(n)
+            .read_to_end(bytes)
+            .map_err(|e| Error::io(path, "read", e))
+    };
+    take(&mut bytes, 8)?;
+    if !bytes.starts_with(NPY_MAGIC) || bytes.len() < 8 {
+        return Err(not_npy());
+    }
+    // Version 1 stores the header's length in 2 bytes, versions 2 and 3 in 4.
+    let width = if bytes[6] == 1 { 2 } else { 4 };
+    take(&mut bytes, width)?;
+    let Some(len_bytes) = bytes.get(8..8 + width as usize) else {
+        return Err(Error::at(path, "not a valid .npy file: truncated header"));
+    };
+    let header_len = len_bytes
+        .iter()
+        .rev()
+        .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+    if header_len > NPY_MAX_HEADER {
+        return Err(Error::at(
+            path,
+            format!("not a valid .npy file: a header of {header_len} bytes"),
+        ));
+    }
+    take(&mut bytes, header_len as u64)?;
+    let header = String::from_utf8_lossy(&bytes[8 + width as usize..]).into_owned();
+    let data = declared_data_len(&header).map_err(|e| Error::at(path, e))?;
+    let have = bytes.len() as u64;
+    if let Some(size) = size {
+        if size < have + data {
+            return Err(Error::at(
+                path,
+                format!(
+                    "its header declares {data} bytes of data but the file holds only {}",
+                    size.saturating_sub(have)
+                ),
+            ));
+        }
+    }
+    take(&mut bytes, data.saturating_add(1))?;
+    Ok(bytes)
+}
+
+/// The number of data bytes a .npy header (`{'descr': '<f8', 'fortran_order': False,
+/// 'shape': (2, 3), }`) declares: the shape's product times the item size.
+///
+/// # Errors
+/// The shape cannot be read, or its size does not fit in memory's address range.
+fn declared_data_len(header: &str) -> std::result::Result<u64, String> {
+    let shape_text = header
+        .split_once("'shape'")
+        .and_then(|(_, rest)| rest.split_once('('))
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(inside, _)| inside)
+        .ok_or("not a valid .npy file: no shape in its header")?;
+    let shape: Vec<u64> = shape_text
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse::<u64>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| format!("not a valid .npy file: shape ({shape_text})"))?;
+    // Every supported dtype is at most 8 bytes; others are refused later by name.
+    let item: u64 = header
+        .split_once("'descr'")
+        .and_then(|(_, rest)| rest.split('\'').nth(1))
+        .and_then(|d| d.trim_start_matches(['<', '>', '|', '=']).get(1..))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
+    let too_large = || format!("shape ({shape_text}) is too large for this machine");
+    // ndarray needs the product of the non-zero lengths to fit an isize, even when one is 0.
+    shape
+        .iter()
+        .filter(|&&n| n != 0)
+        .try_fold(1u64, |acc, &n| acc.checked_mul(n))
+        .filter(|&n| n <= isize::MAX as u64)
+        .ok_or_else(too_large)?;
+    shape
+        .iter()
+        .try_fold(item, |acc, &n| acc.checked_mul(n))
+        .filter(|&n| n <= isize::MAX as u64)
+        .ok_or_else(too_large)
 }
 
 /// Splits a flag's value into matrices at top-level commas, so that

@@ -51,7 +51,7 @@ fn show_reports_bad_files_in_one_line() {
         ),
         (
             vec!["truncated.npy"],
-            "error: truncated.npy: not a valid .npy file: reached EOF before reading all data"
+            "error: truncated.npy: its header declares 96 bytes of data but the file holds only 91"
                 .to_string(),
         ),
         (
@@ -81,4 +81,89 @@ fn show_rejects_a_precision_that_is_not_a_number() {
 #[test]
 fn show_help_has_an_example() {
     assert_help_has_example("show");
+}
+
+/// A .npy file of dtype `<f8` whose header declares `shape` and that holds `data` bytes.
+fn npy_declaring(shape: &str, data: usize) -> Vec<u8> {
+    let mut header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend(std::iter::repeat_n(0u8, data));
+    bytes
+}
+
+/// Headers that declare more than a file holds, or more than memory can address, are one
+/// line before anything is allocated; devices and FIFOs are read no further than declared.
+#[test]
+fn show_refuses_huge_declared_shapes_without_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "(1000000000000,)",
+            8,
+            "its header declares 8000000000000 bytes of data but the file holds only 8",
+        ),
+        (
+            "(1000000, 1000000)",
+            8,
+            "its header declares 8000000000000 bytes of data but the file holds only 8",
+        ),
+        (
+            "(0, 1000000000000000000, 1000000000000000000)",
+            0,
+            "shape (0, 1000000000000000000, 1000000000000000000) is too large for this machine",
+        ),
+        (
+            "(99999999999999999999999,)",
+            0,
+            "not a valid .npy file: shape (99999999999999999999999,)",
+        ),
+    ];
+    for (i, (shape, data, message)) in cases.into_iter().enumerate() {
+        let name = format!("huge{i}.npy");
+        std::fs::write(dir.path().join(&name), npy_declaring(shape, data)).unwrap();
+        assert_eq!(
+            fails(dir.path(), &["show", &name]),
+            format!("error: {name}: {message}")
+        );
+    }
+    assert_eq!(
+        fails(dir.path(), &["show", "/dev/zero"]),
+        "error: /dev/zero: not a .npy file (it does not start with the NumPy magic string)"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn show_reads_a_fifo_only_as_far_as_its_header_declares() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.npy");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let writer = std::thread::spawn({
+        let fifo = fifo.clone();
+        move || {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+            // Declares a 2 x 2 matrix, then would stream zeros for ever.
+            let _ = f.write_all(&npy_declaring("(2, 2)", 0));
+            let zeros = [0u8; 4096];
+            while f.write_all(&zeros).is_ok() {}
+        }
+    });
+    let out = run(dir.path(), &["show", "pipe.npy"]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .starts_with("error: pipe.npy: not a valid .npy file"),
+        "{}",
+        out.stderr
+    );
+    writer.join().unwrap();
 }
