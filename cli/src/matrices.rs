@@ -3,57 +3,10 @@
 
 use crate::error::{Error, Result};
 use crate::problem;
-use attention_lab::np::{array_repr, array_str, NpElement, PrintOptions};
+use attention_lab::np::NpArray;
 use ndarray::{Array2, ArrayD, Ix2};
 use ndarray_npy::{ReadNpyError, ReadNpyExt};
 use std::path::Path;
-
-/// A .npy array of one of the dtypes NumPy prints and the library formats.
-#[derive(Debug, Clone, PartialEq)]
-pub enum NpyArray {
-    /// `float64`.
-    F64(ArrayD<f64>),
-    /// `float32`.
-    F32(ArrayD<f32>),
-    /// `int64`.
-    I64(ArrayD<i64>),
-    /// `int32`.
-    I32(ArrayD<i32>),
-    /// `bool`.
-    Bool(ArrayD<bool>),
-}
-
-impl NpyArray {
-    /// `print(a)` (or `repr(a)` when `repr` is set) as NumPy shows it.
-    pub fn format(&self, opts: &PrintOptions, repr: bool) -> String {
-        fn one<A: NpElement>(a: &ArrayD<A>, opts: &PrintOptions, repr: bool) -> String {
-            if repr {
-                array_repr(a, opts)
-            } else {
-                array_str(a, opts)
-            }
-        }
-        match self {
-            NpyArray::F64(a) => one(a, opts, repr),
-            NpyArray::F32(a) => one(a, opts, repr),
-            NpyArray::I64(a) => one(a, opts, repr),
-            NpyArray::I32(a) => one(a, opts, repr),
-            NpyArray::Bool(a) => one(a, opts, repr),
-        }
-    }
-
-    /// The values as f64, as NumPy promotes them in `x @ w` with a float operand.
-    pub fn to_f64(&self) -> ArrayD<f64> {
-        match self {
-            NpyArray::F64(a) => a.clone(),
-            NpyArray::F32(a) => a.mapv(f64::from),
-            // Exact up to 2^53, far beyond any hand-sized matrix.
-            NpyArray::I64(a) => a.mapv(|v| v as f64),
-            NpyArray::I32(a) => a.mapv(f64::from),
-            NpyArray::Bool(a) => a.mapv(|b| if b { 1.0 } else { 0.0 }),
-        }
-    }
-}
 
 /// The first bytes of every .npy file.
 const NPY_MAGIC: &[u8] = b"\x93NUMPY";
@@ -64,7 +17,7 @@ const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 /// # Errors
 /// A [`Error`] naming `path` when the file cannot be read, is not a .npy file, has another
 /// dtype, or is truncated.
-pub fn read_npy(path: &str) -> Result<NpyArray> {
+pub fn read_npy(path: &str) -> Result<NpArray> {
     let bytes = read_bounded(path)?;
     // ndarray-npy reads one element type at a time; try each until the descriptor matches.
     let problem = |e: ReadNpyError| match e {
@@ -77,7 +30,7 @@ pub fn read_npy(path: &str) -> Result<NpyArray> {
     macro_rules! attempt {
         ($t:ty, $variant:ident) => {
             match ArrayD::<$t>::read_npy(&bytes[..]) {
-                Ok(a) => return Ok(NpyArray::$variant(a)),
+                Ok(a) => return Ok(NpArray::$variant(a)),
                 Err(ReadNpyError::WrongDescriptor(_)) => {}
                 Err(e) => return Err(problem(e)),
             }
@@ -88,7 +41,7 @@ pub fn read_npy(path: &str) -> Result<NpyArray> {
     attempt!(i64, I64);
     attempt!(i32, I32);
     match ArrayD::<bool>::read_npy(&bytes[..]) {
-        Ok(a) => Ok(NpyArray::Bool(a)),
+        Ok(a) => Ok(NpArray::Bool(a)),
         Err(e) => Err(problem(e)),
     }
 }

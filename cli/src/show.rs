@@ -53,7 +53,11 @@ fn show(args: &ShowArgs) -> Result<String> {
         .iter()
         .zip(&arrays)
         .map(|(file, a)| {
-            let text = a.format(&opts, args.repr);
+            let text = if args.repr {
+                a.array_repr(&opts)
+            } else {
+                a.array_str(&opts)
+            };
             if args.files.len() == 1 {
                 format!("{text}\n")
             } else {
