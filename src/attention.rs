@@ -2,7 +2,7 @@
 
 use ndarray::{Array2, ArrayView2};
 
-use crate::error::{AttentionError, Operand};
+use crate::error::{reserve_matrix, AttentionError, Operand};
 use crate::mask::{zero_blocked_rows, Mask};
 use crate::softmax::Softmax;
 
@@ -119,6 +119,8 @@ pub(crate) fn attend(
             "K and V must have the same number of rows (one per token)",
         ));
     }
+    // The scores are N_q x N_k: a million tokens would need 8 TB, so ask for it first.
+    drop(reserve_matrix("scores (Q K^T)", q.nrows(), k.nrows())?);
     let d_k = k.ncols() as f64;
     let mut scores = q.dot(&k.t()) / d_k.sqrt();
     if let Some(mask) = mask {

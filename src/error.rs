@@ -131,3 +131,23 @@ impl fmt::Display for AttentionError {
 }
 
 impl std::error::Error for AttentionError {}
+
+/// An empty `Vec` with room for a `rows x cols` matrix, or [`AttentionError::TooLarge`]
+/// naming it: the memory is asked for first, so a matrix that cannot be had is an error
+/// instead of an abort.
+pub(crate) fn reserve_matrix(
+    name: &str,
+    rows: usize,
+    cols: usize,
+) -> Result<Vec<f64>, AttentionError> {
+    let too_large = || AttentionError::TooLarge {
+        matrix: Operand::new(name, &[rows, cols]),
+    };
+    let len = rows
+        .checked_mul(cols)
+        .filter(|&len| len <= isize::MAX as usize / std::mem::size_of::<f64>())
+        .ok_or_else(too_large)?;
+    let mut values = Vec::new();
+    values.try_reserve_exact(len).map_err(|_| too_large())?;
+    Ok(values)
+}

@@ -3,7 +3,7 @@
 //! These draw from `[0, 1)` like `np.random.rand`, but with rand's own stream. For NumPy's
 //! exact numbers use [`RandomState`](crate::np::RandomState) instead.
 
-use crate::error::{AttentionError, Operand};
+use crate::error::{reserve_matrix, AttentionError, Operand};
 use ndarray::Array2;
 use ndarray_rand::rand::{Rng, RngCore};
 use ndarray_rand::rand_distr::StandardUniform;
@@ -65,17 +65,11 @@ fn uniform(
     cols: usize,
     rng: &mut dyn RngCore,
 ) -> Result<Array2<f64>, AttentionError> {
-    let too_large = || AttentionError::TooLarge {
+    let mut values = reserve_matrix(name, rows, cols)?;
+    values.extend((0..rows * cols).map(|_| rng.sample::<f64, _>(StandardUniform)));
+    Array2::from_shape_vec((rows, cols), values).map_err(|_| AttentionError::TooLarge {
         matrix: Operand::new(name, &[rows, cols]),
-    };
-    let len = rows
-        .checked_mul(cols)
-        .filter(|&len| len <= isize::MAX as usize / std::mem::size_of::<f64>())
-        .ok_or_else(too_large)?;
-    let mut values: Vec<f64> = Vec::new();
-    values.try_reserve_exact(len).map_err(|_| too_large())?;
-    values.extend((0..len).map(|_| rng.sample::<f64, _>(StandardUniform)));
-    Array2::from_shape_vec((rows, cols), values).map_err(|_| too_large())
+    })
 }
 
 #[cfg(test)]

@@ -233,3 +233,16 @@ fn biases_and_torch_arrays_that_do_not_fit() {
         "cannot split W_Q (4x4) into 3 heads: 3 does not divide its 4 columns"
     );
 }
+
+/// A million tokens: Q, K and V are small (16 MB each), but the scores would be 10^6 x 10^6,
+/// 8 TB. The forward pass says so instead of aborting on the allocation.
+#[test]
+fn scores_too_large_for_memory_are_an_error_naming_them() {
+    let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2)).unwrap();
+    let x = Array2::<f64>::zeros((1_000_000, 2));
+    let err = head.forward(&x).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "scores (Q K^T) would be 1000000x1000000, 8000000000000 bytes: more than memory can hold"
+    );
+}

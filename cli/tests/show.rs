@@ -3,7 +3,7 @@
 
 mod tools_common;
 
-use tools_common::{assert_help_has_example, cases, data, fails, run, usage_error};
+use tools_common::{assert_help_has_example, cases, data, fails, npy_declaring, run, usage_error};
 
 #[test]
 fn show_matches_numpy_goldens() {
@@ -81,20 +81,6 @@ fn show_rejects_a_precision_that_is_not_a_number() {
 #[test]
 fn show_help_has_an_example() {
     assert_help_has_example("show");
-}
-
-/// A .npy file of dtype `<f8` whose header declares `shape` and that holds `data` bytes.
-fn npy_declaring(shape: &str, data: usize) -> Vec<u8> {
-    let mut header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    bytes.extend_from_slice(header.as_bytes());
-    bytes.extend(std::iter::repeat_n(0u8, data));
-    bytes
 }
 
 /// Headers that declare more than a file holds, or more than memory can address, are one

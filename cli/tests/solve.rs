@@ -5,7 +5,7 @@
 mod tools_common;
 
 use serde_json::Value;
-use tools_common::{assert_help_has_example, cases, data, fails, run, usage_error};
+use tools_common::{assert_help_has_example, cases, data, fails, npy_declaring, run, usage_error};
 
 #[test]
 fn solve_text_matches_numpy_goldens() {
@@ -171,4 +171,22 @@ fn solve_rejects_a_count_that_is_not_a_number() {
 #[test]
 fn solve_help_has_an_example() {
     assert_help_has_example("solve");
+}
+
+/// A million tokens of width 2 (a 16 MB .npy file): the 10^6 x 10^6 scores would need 8 TB,
+/// and solve says so in one line instead of aborting.
+#[test]
+fn solve_refuses_scores_that_cannot_fit_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 1_000_000usize;
+    let bytes = npy_declaring(&format!("({n}, 2)"), n * 2 * 8);
+    std::fs::write(dir.path().join("x.npy"), bytes).unwrap();
+    let eye = "[[1, 0], [0, 1]]";
+    let args = [
+        "solve", "--x", "x.npy", "--wq", eye, "--wk", eye, "--wv", eye,
+    ];
+    assert_eq!(
+        fails(dir.path(), &args),
+        "error: scores (Q K^T) would be 1000000x1000000, 8000000000000 bytes: more than memory can hold"
+    );
 }

@@ -90,3 +90,18 @@ pub fn assert_help_has_example(subcommand: &str) {
         r.stdout
     );
 }
+
+/// A .npy file of dtype `<f8` whose header declares `shape` (NumPy's text, e.g. "(2, 3)")
+/// and that holds `data` zero bytes after it, whatever the shape says.
+pub fn npy_declaring(shape: &str, data: usize) -> Vec<u8> {
+    let mut header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.resize(bytes.len() + data, 0);
+    bytes
+}
