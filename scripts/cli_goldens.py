@@ -81,6 +81,17 @@ def show_goldens():
         whole = f.read()
     with open(os.path.join(out, "truncated.npy"), "wb") as f:
         f.write(whole[:-5])
+    # Files np.load reads although np.save never writes them: bytes after the data, and a
+    # bool array holding bytes other than 0 and 1.
+    with open(os.path.join(out, "f64_trailing.npy"), "wb") as f:
+        f.write(whole + b"trailing bytes")
+    with open(os.path.join(out, "bool_2d.npy"), "rb") as f:
+        bools = bytearray(f.read())
+    n = arrays["bool_2d"].size
+    bools[-n:] = bytes(2 if b else 0 for b in bools[-n:])
+    with open(os.path.join(out, "bool_byte_2.npy"), "wb") as f:
+        f.write(bools)
+    loaded = {name: np.load(os.path.join(out, name + ".npy")) for name in ["f64_trailing", "bool_byte_2"]}
 
     variants = {
         "print": ([], {}, str),
@@ -89,7 +100,7 @@ def show_goldens():
         "p2_repr": (["--precision", "2", "--repr"], {"precision": 2}, repr),
     }
     cases = []
-    for name, a in arrays.items():
+    for name, a in {**arrays, **loaded}.items():
         for variant, (flags, opts, fmt) in variants.items():
             if a.dtype.byteorder == ">" and fmt is repr:
                 continue  # NumPy adds dtype='>f8'; show reads values, not byte order

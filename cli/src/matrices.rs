@@ -14,11 +14,15 @@ const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 /// Reads a .npy file of dtype float64, float32, int64, int32 or bool (either byte order,
 /// C or Fortran order, any number of dimensions).
 ///
+/// Like `np.load`, it ignores bytes after the declared data and reads any non-zero byte of a
+/// bool array as `True`.
+///
 /// # Errors
 /// A [`Error`] naming `path` when the file cannot be read, is not a .npy file, has another
 /// dtype, or is truncated.
-pub fn read_npy(path: &str) -> Result<NpArray> {
-    let bytes = read_bounded(path)?;
+pub fn read_npy(path: &Path) -> Result<NpArray> {
+    let (mut bytes, data_start) = read_bounded(path)?;
+    let path = path.display();
     // ndarray-npy reads one element type at a time; try each until the descriptor matches.
     let problem = |e: ReadNpyError| match e {
         ReadNpyError::WrongDescriptor(descr) => Error::at(
@@ -40,6 +44,10 @@ pub fn read_npy(path: &str) -> Result<NpArray> {
     attempt!(f32, F32);
     attempt!(i64, I64);
     attempt!(i32, I32);
+    // ndarray-npy accepts only 0 and 1; NumPy views the bytes, so 2 is True too.
+    for b in &mut bytes[data_start..] {
+        *b = u8::from(*b != 0);
+    }
     match ArrayD::<bool>::read_npy(&bytes[..]) {
         Ok(a) => Ok(NpArray::Bool(a)),
         Err(e) => Err(problem(e)),
@@ -49,18 +57,21 @@ pub fn read_npy(path: &str) -> Result<NpArray> {
 /// Headers longer than this are refused (NumPy writes a few hundred bytes at most).
 const NPY_MAX_HEADER: usize = 1 << 20;
 
-/// The file's bytes, reading no more than its header declares (and one byte more, so
-/// ndarray-npy still sees trailing data): `/dev/zero`, a FIFO, or a header that claims 10^12
-/// elements in a 136-byte file end in one error instead of an unbounded read or allocation.
-fn read_bounded(path: &str) -> Result<Vec<u8>> {
+/// The file's bytes up to the end of the data its header declares, and where the data
+/// starts: `/dev/zero`, a FIFO, or a header that claims 10^12 elements in a 136-byte file end
+/// in one error instead of an unbounded read or allocation.
+fn read_bounded(path: &Path) -> Result<(Vec<u8>, usize)> {
     use std::io::Read;
+    let file = std::fs::File::open(path);
+    // Messages name the file as the user typed it; `display` keeps non-UTF-8 names readable.
+    let path = &path.display();
     let not_npy = || {
         Error::at(
             path,
             "not a .npy file (it does not start with the NumPy magic string)",
         )
     };
-    let file = std::fs::File::open(Path::new(path)).map_err(|e| Error::io(path, "read", e))?;
+    let file = file.map_err(|e| Error::io(path, "read", e))?;
     let size = file
         .metadata()
         .ok()
@@ -109,8 +120,9 @@ fn read_bounded(path: &str) -> Result<Vec<u8>> {
             ));
         }
     }
-    take(&mut bytes, data.saturating_add(1))?;
-    Ok(bytes)
+    let data_start = bytes.len();
+    take(&mut bytes, data)?;
+    Ok((bytes, data_start))
 }
 
 /// The number of data bytes a .npy header (`{'descr': '<f8', 'fortran_order': False,
@@ -189,7 +201,9 @@ pub fn matrix(flag: &str, value: &str) -> Result<Array2<f64>> {
             "empty value (expected a .npy path or a JSON matrix)",
         ));
     }
-    let a = read_npy(value).map_err(|e| Error::at(flag, e))?.to_f64();
+    let a = read_npy(Path::new(value))
+        .map_err(|e| Error::at(flag, e))?
+        .to_f64();
     let shape = a.shape().to_vec();
     a.into_dimensionality::<Ix2>().map_err(|_| {
         Error::at(

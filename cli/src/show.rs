@@ -14,7 +14,7 @@ use clap::Args;
 pub struct ShowArgs {
     /// The .npy files (float64, float32, int64, int32 or bool; any number of dimensions).
     #[arg(required = true, value_name = "FILE.npy")]
-    pub files: Vec<String>,
+    pub files: Vec<std::path::PathBuf>,
     /// Digits after the decimal point, as np.set_printoptions(precision=P).
     #[arg(long, value_name = "P", default_value_t = PrintOptions::NUMPY.precision)]
     pub precision: usize,
@@ -61,7 +61,7 @@ fn show(args: &ShowArgs) -> Result<String> {
             if args.files.len() == 1 {
                 format!("{text}\n")
             } else {
-                format!("{file}:\n{text}\n")
+                format!("{}:\n{text}\n", file.display())
             }
         })
         .collect();

@@ -128,6 +128,9 @@ fn show_refuses_huge_declared_shapes_without_allocating() {
 #[test]
 fn show_reads_a_fifo_only_as_far_as_its_header_declares() {
     let dir = tempfile::tempdir().unwrap();
+    // The same array as a regular file: what NumPy's np.load reads from the FIFO.
+    let declared = npy_declaring("(2, 2)", 32);
+    std::fs::write(dir.path().join("file.npy"), &declared).unwrap();
     let fifo = dir.path().join("pipe.npy");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: mkfifo on a path we own.
@@ -144,12 +147,37 @@ fn show_reads_a_fifo_only_as_far_as_its_header_declares() {
         }
     });
     let out = run(dir.path(), &["show", "pipe.npy"]);
-    assert_eq!(out.status, 2, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .starts_with("error: pipe.npy: not a valid .npy file"),
-        "{}",
-        out.stderr
-    );
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, run(dir.path(), &["show", "file.npy"]).stdout);
     writer.join().unwrap();
+}
+
+/// A file name that is not UTF-8 is read, and named in messages with U+FFFD for its bad bytes.
+#[cfg(unix)]
+#[test]
+fn show_reads_files_whose_names_are_not_utf8() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let name = OsStr::from_bytes(b"caf\xe9.npy");
+    std::fs::copy(data("show").join("f64_2d.npy"), dir.path().join(name)).unwrap();
+    let show = |args: &[&OsStr]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_attention-lab"))
+            .arg("show")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = show(&[name]);
+    let expected = std::fs::read(data("show").join("expected").join("f64_2d.print.txt")).unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.stdout, expected);
+    let missing = OsStr::from_bytes(b"gone\xff.npy");
+    let out = show(&[missing]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "error: gone\u{fffd}.npy: cannot read: no such file\n"
+    );
 }
