@@ -2,30 +2,36 @@
 
 use std::fmt;
 
-/// A matrix named as the documents name it, with its shape: `W_Q of head 1 is 4x3`.
+/// A matrix named as the documents name it, with its shape: `W_Q of head 1 is 4x3`, or a
+/// batch of matrices: `X is 3x4x6`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Operand {
     /// The matrix, as a reader would name it (`X`, `W_Q of head 2`, `concat of the heads`).
     pub name: String,
-    /// Number of rows.
-    pub rows: usize,
-    /// Number of columns.
-    pub cols: usize,
+    /// Its shape: rows and columns, after the number of items for a batch.
+    pub shape: Vec<usize>,
 }
 
 impl Operand {
     pub(crate) fn new(name: impl Into<String>, shape: &[usize]) -> Operand {
         Operand {
             name: name.into(),
-            rows: shape[0],
-            cols: shape[1],
+            shape: shape.to_vec(),
         }
+    }
+}
+
+impl Operand {
+    /// The shape as the messages write it: `4x3`, `3x4x6`.
+    fn dims(&self) -> String {
+        let dims: Vec<String> = self.shape.iter().map(usize::to_string).collect();
+        dims.join("x")
     }
 }
 
 impl fmt::Display for Operand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} is {}x{}", self.name, self.rows, self.cols)
+        write!(f, "{} is {}", self.name, self.dims())
     }
 }
 
@@ -94,8 +100,9 @@ impl fmt::Display for AttentionError {
                 write!(f, "{left} but {right}: {rule}")
             }
             AttentionError::Split { matrix, h } => {
-                let Operand { name, rows, cols } = matrix;
-                write!(f, "cannot split {name} ({rows}x{cols}) into {h} heads: ")?;
+                let (name, dims) = (&matrix.name, matrix.dims());
+                let cols = matrix.shape.last().copied().unwrap_or(0);
+                write!(f, "cannot split {name} ({dims}) into {h} heads: ")?;
                 if *h == 0 {
                     write!(f, "h must be at least 1")
                 } else {
@@ -113,11 +120,12 @@ impl fmt::Display for AttentionError {
                 )
             }
             AttentionError::TooLarge { matrix } => {
-                let Operand { name, rows, cols } = matrix;
-                let bytes = *rows as u128 * *cols as u128 * std::mem::size_of::<f64>() as u128;
+                let (name, dims) = (&matrix.name, matrix.dims());
+                let elements = matrix.shape.iter().map(|&d| d as u128).product::<u128>();
+                let bytes = elements * std::mem::size_of::<f64>() as u128;
                 write!(
                     f,
-                    "{name} would be {rows}x{cols}, {bytes} bytes: more than memory can hold"
+                    "{name} would be {dims}, {bytes} bytes: more than memory can hold"
                 )
             }
             AttentionError::NoHeads => {

@@ -732,7 +732,15 @@ impl MultiHead {
         self.forward_in([x.into(), key.into(), value.into()], mask)
     }
 
-    fn forward_in(
+    /// The width of the layer's result: the columns of W_O, else the heads' values together.
+    pub(crate) fn result_width(&self) -> usize {
+        match &self.wo {
+            Some(wo) => wo.ncols(),
+            None => self.heads.iter().map(|h| h.wv.ncols()).sum(),
+        }
+    }
+
+    pub(crate) fn forward_in(
         &self,
         inputs: [ArrayView2<'_, f64>; 3],
         mask: Option<&Mask>,

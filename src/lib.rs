@@ -23,7 +23,7 @@
 //! ```
 //!
 //! Modules, one concept each: [`softmax`], [`attention`], [`mask`] (causal, padding and
-//! other masks), [`position`] (sinusoidal positional encoding), [`heads`], [`stream`] (attention
+//! other masks), [`batch`] (`(batch, tokens, features)` arrays, per-item key padding), [`position`] (sinusoidal positional encoding), [`heads`], [`stream`] (attention
 //! without the N x N matrix), [`torch`] (loading PyTorch's `nn.MultiheadAttention`), [`init`] (ndarray-rand starting values), [`np`] (NumPy
 //! printing, rounding and random streams), [`error`], [`html`] (escaping for HTML and SVG text), [`answers`] (a student's answers for
 //! `attention-lab grade`).
@@ -32,6 +32,7 @@
 
 pub mod answers;
 pub mod attention;
+pub mod batch;
 pub mod error;
 pub mod heads;
 pub mod html;

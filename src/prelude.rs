@@ -14,6 +14,7 @@ pub use crate::attention::{
     scaled_dot_product_attention, scaled_dot_product_attention_masked,
     scaled_dot_product_attention_with, Attention,
 };
+pub use crate::batch::BatchOutput;
 pub use crate::error::{AttentionError, Operand};
 pub use crate::heads::{Head, HeadOutput, MultiHead, MultiHeadOutput};
 pub use crate::html;
@@ -25,6 +26,9 @@ pub use crate::position::positional_encoding;
 pub use crate::softmax::{softmax, softmax_naive, Softmax};
 pub use crate::stream::{streaming_attention, Streaming};
 pub use crate::torch::{InProj, TorchWeights};
-pub use ndarray::{array, concatenate, s, Array, Array1, Array2, ArrayD, ArrayView2, Axis};
+pub use ndarray::{
+    array, concatenate, s, Array, Array1, Array2, Array3, Array4, ArrayD, ArrayView2, ArrayView3,
+    Axis,
+};
 pub use ndarray_rand::rand::rngs::StdRng;
 pub use ndarray_rand::rand::SeedableRng;

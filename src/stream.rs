@@ -120,7 +120,7 @@ pub fn streaming_attention<'a>(
         |mut e| {
             if let AttentionError::Mismatch { left, .. } = &mut e {
                 if left.name == "Q" {
-                    left.rows = q.nrows();
+                    left.shape[0] = q.nrows();
                 }
             }
             e

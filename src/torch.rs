@@ -22,6 +22,10 @@
 //! [`Mask::key_padding`](crate::mask::Mask::key_padding), and its returned weights are
 //! `heads[i].weights` (`average_attn_weights=False`) or
 //! [`MultiHeadOutput::averaged_weights`](crate::heads::MultiHeadOutput::averaged_weights).
+//! A whole batch (`batch_first=True`) with its `key_padding_mask` and `attn_mask` goes through
+//! [`MultiHead::forward_batch`] or [`MultiHead::forward_cross_batch`], whose
+//! [`BatchOutput`](crate::batch::BatchOutput) gives `attn_output` and the weights with their
+//! batch axis.
 
 use ndarray::{s, Array1, Array2, ArrayView2};
 

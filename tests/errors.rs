@@ -246,3 +246,66 @@ fn scores_too_large_for_memory_are_an_error_naming_them() {
         "scores (Q K^T) would be 1000000x1000000, 8000000000000 bytes: more than memory can hold"
     );
 }
+
+#[test]
+fn batches_and_their_masks_that_do_not_fit_name_the_batch_shapes() {
+    let layer = MultiHead::new(vec![head(4, 3, 3), head(4, 3, 3)], None).unwrap();
+    let x = Array3::<f64>::zeros((3, 4, 4));
+    let padding = |items, keys| Array2::from_elem((items, keys), false);
+    assert_eq!(
+        message(layer.forward_batch(&x, Some(&padding(2, 4)), None)),
+        "the key padding mask is 2x4 but X is 3x4x4: the key padding mask must have one row \
+         per batch item and one column per key token"
+    );
+    assert_eq!(
+        message(layer.forward_batch(&x, Some(&padding(3, 5)), None)),
+        "the key padding mask is 3x5 but X is 3x4x4: the key padding mask must have one row \
+         per batch item and one column per key token"
+    );
+    assert_eq!(
+        message(layer.forward_batch(&x, None, Some(&Mask::causal(3)))),
+        "the mask is 3x3 but the scores (queries x keys) is 4x4: the mask must have one row per \
+         query and one column per key"
+    );
+    assert_eq!(
+        message(layer.forward_batch(&Array3::zeros((3, 2, 5)), None, None)),
+        "X is 3x2x5 but W_Q of head 1 is 4x3: the columns of X must equal the rows of W_Q"
+    );
+    let cross = MultiHead::new(
+        vec![Head::cross(zeros(4, 2), zeros(3, 2), zeros(2, 2)).unwrap()],
+        None,
+    )
+    .unwrap();
+    let (key, value) = (Array3::zeros((3, 5, 3)), Array3::zeros((3, 5, 2)));
+    assert_eq!(
+        message(cross.forward_cross_batch(&x, &Array3::zeros((2, 5, 3)), &value, None, None)),
+        "key is 2x5x3 but X is 3x4x4: X, key and value must have the same number of batch items"
+    );
+    assert_eq!(
+        message(cross.forward_cross_batch(&x, &key, &Array3::zeros((3, 6, 2)), None, None)),
+        "key is 3x5x3 but value is 3x6x2: key and value must have the same number of rows (one \
+         per token)"
+    );
+    assert_eq!(
+        message(cross.forward_cross_batch(&x, &key, &Array3::zeros((3, 5, 1)), None, None)),
+        "value is 3x5x1 but W_V of head 1 is 2x2: the columns of the value input must equal the \
+         rows of W_V"
+    );
+    assert_eq!(
+        message(cross.forward_cross_batch(&x, &key, &value, Some(&padding(3, 4)), None)),
+        "the key padding mask is 3x4 but key is 3x5x3: the key padding mask must have one row \
+         per batch item and one column per key token"
+    );
+    // An empty batch is no error: its stacked arrays have no items.
+    let out = cross
+        .forward_cross_batch(
+            &Array3::zeros((0, 4, 4)),
+            &Array3::zeros((0, 5, 3)),
+            &Array3::zeros((0, 5, 2)),
+            None,
+            None,
+        )
+        .unwrap();
+    assert_eq!(out.result().dim(), (0, 4, 2));
+    assert_eq!(out.weights().dim(), (0, 1, 4, 5));
+}

@@ -5,7 +5,7 @@ mod common;
 use std::path::PathBuf;
 
 use attention_lab::prelude::*;
-use common::{assert_close, decode, matrix};
+use common::{assert_close, decode, matrix, tensor};
 use serde_json::Value;
 
 fn golden() -> Value {
@@ -24,18 +24,47 @@ fn items(v: &Value) -> &Vec<Value> {
     v.as_array().expect("a list")
 }
 
-/// The mask nn.MultiheadAttention applied to batch item `b`, for (queries, keys) tokens.
-fn torch_mask(case: &Value, b: usize, (queries, keys): (usize, usize)) -> Mask {
-    let padded: Vec<bool> = match case["padded"].as_array() {
-        Some(p) => items(&p[b]).iter().map(|v| v.as_bool().unwrap()).collect(),
-        None => vec![false; keys],
-    };
-    let padding = Mask::key_padding(queries, &padded);
-    if case["causal"].as_bool().unwrap() {
-        Mask::causal(queries).and(&padding).unwrap()
-    } else {
-        padding
-    }
+/// A case's key_padding_mask (batch x key tokens, `true` = padding), if it has one.
+fn torch_padding(case: &Value) -> Option<Array2<bool>> {
+    let rows: Vec<Vec<bool>> = serde_json::from_value(case["padded"].clone()).ok()?;
+    let keys = rows[0].len();
+    Some(Array2::from_shape_fn((rows.len(), keys), |(b, j)| {
+        rows[b][j]
+    }))
+}
+
+/// A case's attn_mask, shared by every item: causal or none.
+fn torch_attn_mask(case: &Value, queries: usize) -> Option<Mask> {
+    case["causal"]
+        .as_bool()
+        .unwrap()
+        .then(|| Mask::causal(queries))
+}
+
+/// A batch of nested JSON lists as a (batch, tokens, features) array.
+fn batch(v: &Value) -> Array3<f64> {
+    tensor(v)
+        .into_dimensionality()
+        .expect("a batch of matrices")
+}
+
+/// The batch's result and weights, per head and averaged, against torch's.
+fn assert_batch_matches(name: &str, out: &BatchOutput, case: &Value) {
+    let items = items(&case["x"]).len();
+    assert!((1..=3).contains(&items), "{name}: a batch of 1 to 3");
+    assert_eq!(out.items().len(), items);
+    assert_close(name, &out.result(), &batch(&case["output"]));
+    let weights: Array4<f64> = tensor(&case["weights"]).into_dimensionality().unwrap();
+    assert_close(
+        &format!("{name} weights per head"),
+        &out.weights(),
+        &weights,
+    );
+    assert_close(
+        &format!("{name} averaged weights"),
+        &out.averaged_weights(),
+        &batch(&case["averaged"]),
+    );
 }
 
 #[test]
@@ -80,46 +109,38 @@ fn biases_and_cross_attention_match_torch() {
         let layer = torch_layer(case);
         let separate = !case["q_proj_weight"].is_null();
         kinds = (kinds.0 | separate, kinds.1 | !separate);
-        let batch = items(&case["x"]);
-        assert!((1..=3).contains(&batch.len()));
-        for (b, x) in batch.iter().enumerate() {
-            let (x, key, value) = (
-                matrix(x),
-                matrix(&case["key"][b]),
-                matrix(&case["value"][b]),
-            );
-            let tokens = (x.nrows(), key.nrows());
-            let mask = (tokens.0 == tokens.1 || !case["padded"].is_null())
-                .then(|| torch_mask(case, b, tokens));
-            let out = if separate {
-                layer.forward_cross(&x, &key, &value, mask.as_ref())
-            } else {
-                assert_eq!((&x, &x), (&key, &value), "{name}: self-attention");
-                match &mask {
-                    Some(mask) => layer.forward_masked(&x, mask),
-                    None => layer.forward(&x),
+        let (x, key, value) = (
+            batch(&case["x"]),
+            batch(&case["key"]),
+            batch(&case["value"]),
+        );
+        let padding = torch_padding(case);
+        let mask = torch_attn_mask(case, x.dim().1);
+        let out = if separate {
+            layer.forward_cross_batch(&x, &key, &value, padding.as_ref(), mask.as_ref())
+        } else {
+            assert_eq!((&x, &x), (&key, &value), "{name}: self-attention");
+            layer.forward_batch(&x, padding.as_ref(), mask.as_ref())
+        }
+        .unwrap();
+        assert_batch_matches(name, &out, case);
+        if !separate {
+            // The streaming path (one item at a time) with biases and masks gives the same.
+            for (b, item) in out.items().iter().enumerate() {
+                let x = x.index_axis(Axis(0), b);
+                let padded = padding
+                    .as_ref()
+                    .map_or(vec![false; x.nrows()], |p| p.row(b).to_vec());
+                let mut item_mask = Mask::key_padding(x.nrows(), &padded);
+                if let Some(shared) = &mask {
+                    item_mask = shared.and(&item_mask).unwrap();
                 }
-            }
-            .unwrap();
-            let what = format!("{name} item {b}");
-            assert_close(&what, out.result(), &matrix(&case["output"][b]));
-            for (i, head) in out.heads.iter().enumerate() {
-                let theirs = matrix(&case["weights"][b][i]);
-                assert_close(&format!("{what} head {i} weights"), &head.weights, &theirs);
-            }
-            assert_close(
-                &format!("{what} averaged weights"),
-                &out.averaged_weights(),
-                &matrix(&case["averaged"][b]),
-            );
-            if !separate {
-                // The streaming path with biases and masks gives the same output.
-                let streamed = match &mask {
-                    Some(mask) => layer.forward_streaming_masked(&x, mask),
-                    None => layer.forward_streaming(&x),
-                }
-                .unwrap();
-                assert_close(&format!("{what} streamed"), &streamed, out.result());
+                let streamed = layer.forward_streaming_masked(x, &item_mask).unwrap();
+                assert_close(
+                    &format!("{name} item {b} streamed"),
+                    &streamed,
+                    item.result(),
+                );
             }
         }
     }
@@ -138,28 +159,12 @@ fn multihead_attention_with_masks_matches_torch() {
             h,
         )
         .unwrap();
-        let batch = items(&case["x"]);
-        assert!((1..=3).contains(&batch.len()));
-        for (b, x) in batch.iter().enumerate() {
-            let x = matrix(x);
-            let out = layer
-                .forward_masked(&x, &torch_mask(case, b, (x.nrows(), x.nrows())))
-                .unwrap();
-            let what = format!("{name} item {b}");
-            assert_close(&what, out.result(), &matrix(&case["output"][b]));
-            let mut sum = Array2::<f64>::zeros(out.heads[0].weights.dim());
-            for (i, head) in out.heads.iter().enumerate() {
-                let theirs = matrix(&case["weights"][b][i]);
-                assert_close(&format!("{what} head {i} weights"), &head.weights, &theirs);
-                sum += &head.weights;
-            }
-            let averaged = sum / h as f64;
-            assert_close(
-                &format!("{what} averaged weights"),
-                &averaged,
-                &matrix(&case["averaged"][b]),
-            );
-        }
+        let x = batch(&case["x"]);
+        let mask = torch_attn_mask(case, x.dim().1);
+        let out = layer
+            .forward_batch(&x, torch_padding(case).as_ref(), mask.as_ref())
+            .unwrap();
+        assert_batch_matches(name, &out, case);
     }
 }
 

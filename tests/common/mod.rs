@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use attention_lab::prelude::{Head, MultiHead, MultiHeadOutput, Softmax};
-use ndarray::Array2;
+use ndarray::{Array, Array2, ArrayD, Dimension, IxDyn};
 use serde_json::Value;
 
 /// NumPy agrees with us to this relative error on every seed value.
@@ -36,6 +36,29 @@ pub fn matrix(v: &Value) -> Array2<f64> {
     Array2::from_shape_vec((rows.len(), ncols), flat).expect("rectangular rows")
 }
 
+/// Nested JSON lists of any depth (a list of matrices, a batch of them) as an array of
+/// that many dimensions.
+pub fn tensor(v: &Value) -> ArrayD<f64> {
+    let mut shape = Vec::new();
+    let mut first = v;
+    while let Some(list) = first.as_array() {
+        shape.push(list.len());
+        match list.first() {
+            Some(inner) => first = inner,
+            None => break,
+        }
+    }
+    fn flatten(v: &Value, out: &mut Vec<f64>) {
+        match v.as_array() {
+            Some(list) => list.iter().for_each(|x| flatten(x, out)),
+            None => out.push(v.as_f64().expect("a number")),
+        }
+    }
+    let mut flat = Vec::new();
+    flatten(v, &mut flat);
+    ArrayD::from_shape_vec(IxDyn(&shape), flat).expect("nested lists of equal lengths")
+}
+
 /// A matrix stored as `{"shape": [r, c], "rows": [["1.0", "nan", ...], ...]}` (Python reprs,
 /// since JSON has no NaN or inf).
 pub fn decode(v: &Value) -> Array2<f64> {
@@ -55,10 +78,10 @@ pub fn assert_numpy(what: &str, ours: &Array2<f64>, theirs: &Value) {
     assert_close(what, ours, &matrix(theirs));
 }
 
-/// Asserts two matrices agree elementwise to [`RTOL`] relative error
-/// (exactly equal values, zeros included, always pass; NaN must meet NaN).
-pub fn assert_close(what: &str, ours: &Array2<f64>, theirs: &Array2<f64>) {
-    assert_eq!(ours.dim(), theirs.dim(), "{what}: shape");
+/// Asserts two arrays (matrices, or batches of them) agree elementwise to [`RTOL`] relative
+/// error (exactly equal values, zeros included, always pass; NaN must meet NaN).
+pub fn assert_close<D: Dimension>(what: &str, ours: &Array<f64, D>, theirs: &Array<f64, D>) {
+    assert_eq!(ours.shape(), theirs.shape(), "{what}: shape");
     for ((idx, &a), &b) in ours.indexed_iter().zip(theirs.iter()) {
         let ok =
             a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= RTOL * a.abs().max(b.abs());

@@ -1,0 +1,273 @@
+//! Batches: a `(batch, tokens, features)` array through a multi-head layer, as PyTorch's
+//! `nn.MultiheadAttention(..., batch_first=True)` takes it.
+//!
+//! Each item is run on its own by the layer's one-matrix forward pass, so every intermediate
+//! of every item is kept ([`BatchOutput::items`]); the results and weights are also given
+//! stacked, with the batch as their first axis. Each item may have its own key padding
+//! (PyTorch's `key_padding_mask`, `true` = padding) and all items may share one [`Mask`]
+//! (PyTorch's `attn_mask`, e.g. [`Mask::causal`]).
+
+use ndarray::{Array2, Array3, Array4, ArrayView2, ArrayView3, Axis};
+
+use crate::error::{AttentionError, Operand};
+use crate::heads::{MultiHead, MultiHeadOutput};
+use crate::mask::Mask;
+
+/// Every intermediate of a multi-head layer on each item of a batch, and the batch's
+/// results and weights stacked along a first, batch axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchOutput {
+    items: Vec<MultiHeadOutput>,
+    // The stacked arrays' shapes without the items (an empty batch has no item to tell).
+    heads: usize,
+    queries: usize,
+    keys: usize,
+    width: usize,
+}
+
+impl BatchOutput {
+    /// Each item's [`MultiHeadOutput`], in batch order.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(2);
+    /// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
+    /// let x: Array3<f64> = array![[[1.0, 0.0], [0.0, 1.0]], [[2.0, 1.0], [1.0, 2.0]]];
+    /// let out = layer.forward_batch(&x, None, None)?;
+    /// assert_eq!(out.items().len(), 2);
+    /// assert_eq!(out.items()[1].heads[0].q, array![[2.0], [1.0]]); // item 1, head 1
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn items(&self) -> &[MultiHeadOutput] {
+        &self.items
+    }
+
+    /// The layer's results stacked: `(batch, queries, width)`, item `b` being
+    /// `items()[b].result()` (PyTorch's `attn_output` with `batch_first=True`).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(2);
+    /// let layer = MultiHead::split(&w, &w, &w, 1, Some(w.clone() * 2.0))?;
+    /// let x: Array3<f64> = array![[[1.0, 2.0]], [[3.0, 4.0]], [[5.0, 6.0]]];
+    /// let out = layer.forward_batch(&x, None, None)?;
+    /// assert_eq!(out.result(), &x * 2.0); // one token each: its value, times W_O
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn result(&self) -> Array3<f64> {
+        let results = self.items.iter().map(|item| item.result().view());
+        stack(results, (self.items.len(), self.queries, self.width))
+    }
+
+    /// Each head's weights: `(batch, heads, queries, keys)`, PyTorch's
+    /// `average_attn_weights=False`.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(4);
+    /// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
+    /// let x = Array3::<f64>::ones((3, 5, 4));
+    /// let weights: Array4<f64> = layer.forward_batch(&x, None, None)?.weights();
+    /// assert_eq!(weights.dim(), (3, 2, 5, 5));
+    /// assert_eq!(weights[[2, 1, 0, 4]], 0.2); // equal tokens: uniform weights
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn weights(&self) -> Array4<f64> {
+        let heads = self.heads;
+        let mut all = Array4::zeros((self.items.len(), heads, self.queries, self.keys));
+        for (mut slot, item) in all.outer_iter_mut().zip(&self.items) {
+            let weights = item.heads.iter().map(|head| head.weights.view());
+            slot.assign(&stack(weights, (heads, self.queries, self.keys)));
+        }
+        all
+    }
+
+    /// The weights averaged over the heads: `(batch, queries, keys)`, PyTorch's
+    /// `average_attn_weights=True` (item `b` is `items()[b].averaged_weights()`).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(2);
+    /// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
+    /// let x: Array3<f64> = array![[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]]];
+    /// let averaged = layer.forward_batch(&x, None, Some(&Mask::causal(2)))?.averaged_weights();
+    /// assert_eq!(averaged.dim(), (2, 2, 2));
+    /// assert_eq!(averaged.slice(s![.., 0, ..]), array![[1.0, 0.0], [1.0, 0.0]]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn averaged_weights(&self) -> Array3<f64> {
+        let averaged: Vec<Array2<f64>> = self
+            .items
+            .iter()
+            .map(MultiHeadOutput::averaged_weights)
+            .collect();
+        let shape = (self.items.len(), self.queries, self.keys);
+        stack(averaged.iter().map(|a| a.view()), shape)
+    }
+}
+
+/// Matrices stacked along a new first axis into an array of `shape` (which an empty batch
+/// needs: there is no first matrix to take it from).
+fn stack<'a>(
+    matrices: impl Iterator<Item = ArrayView2<'a, f64>>,
+    shape: (usize, usize, usize),
+) -> Array3<f64> {
+    let mut all = Array3::zeros(shape);
+    for (mut slot, matrix) in all.outer_iter_mut().zip(matrices) {
+        slot.assign(&matrix);
+    }
+    all
+}
+
+impl MultiHead {
+    /// Self-attention on each item of a `(batch, tokens, features)` array `x`, with an
+    /// optional key padding mask, `batch x tokens` with `true` where a token is padding
+    /// (PyTorch's `key_padding_mask`), and an optional [`Mask`] shared by every item
+    /// (PyTorch's `attn_mask`). Where both are given a score is blocked when either blocks
+    /// it.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(2);
+    /// let layer = MultiHead::split(&w, &w, &w, 1, None)?;
+    /// let x: Array3<f64> = array![[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[2.0, 0.0], [0.0, 2.0], [9.0, 9.0]]];
+    /// // item 1's last token is padding
+    /// let padding = array![[false, false, false], [false, false, true]];
+    /// let out = layer.forward_batch(&x, Some(&padding), Some(&Mask::causal(3)))?;
+    /// let weights = out.averaged_weights();
+    /// assert_eq!(weights[[1, 2, 2]], 0.0); // padding gets no weight
+    /// assert_eq!(weights[[0, 0, 1]], 0.0); // nor does the future
+    /// assert_eq!(out.result().dim(), (2, 3, 2));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when the key padding mask is not batch x tokens, the
+    /// shared mask not tokens x tokens, or the features of `x` differ from the rows of W_Q
+    /// (naming `x` with its batch shape).
+    pub fn forward_batch<'a>(
+        &self,
+        x: impl Into<ArrayView3<'a, f64>>,
+        key_padding: Option<&Array2<bool>>,
+        mask: Option<&Mask>,
+    ) -> Result<BatchOutput, AttentionError> {
+        let x = x.into();
+        self.forward_batch_in([x, x, x], key_padding, mask)
+    }
+
+    /// Cross-attention on each item of a batch: queries from `x` (batch, tokens, E), keys
+    /// from `key` (batch, key tokens, kdim) and values from `value` (batch, key tokens,
+    /// vdim), PyTorch's `mha(query, key, value)` with `batch_first=True`. The key padding
+    /// mask is batch x key tokens; the shared [`Mask`] is tokens x key tokens.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// // E = 2, one head; keys 3 wide, values 1 wide
+    /// let head = Head::cross(Array2::eye(2), Array2::zeros((3, 2)), array![[1.0, -1.0]])?;
+    /// let layer = MultiHead::new(vec![head], None)?;
+    /// let x = Array3::<f64>::ones((2, 1, 2));
+    /// let key = Array3::<f64>::zeros((2, 2, 3));
+    /// let value: Array3<f64> = array![[[1.0], [3.0]], [[4.0], [5.0]]];
+    /// let padding = array![[false, false], [false, true]];
+    /// let out = layer.forward_cross_batch(&x, &key, &value, Some(&padding), None)?;
+    /// // equal scores: item 0 averages its two values, item 1 sees only its first
+    /// assert_eq!(out.result(), array![[[2.0, -2.0]], [[4.0, -4.0]]]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when `x`, `key` and `value` have different numbers of
+    /// items, `key` and `value` different numbers of tokens, their features differ from the
+    /// rows of W_Q, W_K or W_V, the key padding mask is not batch x key tokens or the shared
+    /// mask not tokens x key tokens.
+    pub fn forward_cross_batch<'a>(
+        &self,
+        x: impl Into<ArrayView3<'a, f64>>,
+        key: impl Into<ArrayView3<'a, f64>>,
+        value: impl Into<ArrayView3<'a, f64>>,
+        key_padding: Option<&Array2<bool>>,
+        mask: Option<&Mask>,
+    ) -> Result<BatchOutput, AttentionError> {
+        self.forward_batch_in([x.into(), key.into(), value.into()], key_padding, mask)
+    }
+
+    fn forward_batch_in(
+        &self,
+        inputs: [ArrayView3<'_, f64>; 3],
+        key_padding: Option<&Array2<bool>>,
+        mask: Option<&Mask>,
+    ) -> Result<BatchOutput, AttentionError> {
+        let [x, key, value] = inputs;
+        let self_attention = x.shape() == key.shape() && x.shape() == value.shape();
+        let names = if self_attention {
+            ["X", "X", "X"]
+        } else {
+            ["X", "key", "value"]
+        };
+        let (batch, queries, _) = x.dim();
+        let keys = key.dim().1;
+        for (input, name) in [(key, names[1]), (value, names[2])] {
+            if input.dim().0 != batch {
+                return Err(AttentionError::mismatch(
+                    Operand::new(name, input.shape()),
+                    Operand::new("X", x.shape()),
+                    "X, key and value must have the same number of batch items",
+                ));
+            }
+        }
+        if let Some(padding) = key_padding {
+            if padding.dim() != (batch, keys) {
+                return Err(AttentionError::mismatch(
+                    Operand::new("the key padding mask", padding.shape()),
+                    Operand::new(names[1], key.shape()),
+                    "the key padding mask must have one row per batch item and one column \
+                     per key token",
+                ));
+            }
+        }
+        if let Some(mask) = mask {
+            mask.check(queries, keys)?;
+        }
+        let items = (0..batch)
+            .map(|b| {
+                let [x, key, value] = inputs.map(|a| a.index_axis_move(Axis(0), b));
+                let padded = key_padding.map(|p| Mask::key_padding(queries, &p.row(b).to_vec()));
+                let mask = match (mask, padded) {
+                    (Some(shared), Some(padded)) => Some(shared.and(&padded)?),
+                    (shared, padded) => padded.or_else(|| shared.cloned()),
+                };
+                self.forward_in([x, key, value], mask.as_ref())
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| batch_shapes(e, &inputs, names))?;
+        Ok(BatchOutput {
+            items,
+            heads: self.heads().len(),
+            queries,
+            keys,
+            width: self.result_width(),
+        })
+    }
+}
+
+/// An item's shape error names the whole batch: `X is 3x4x5`, not `X is 4x5`.
+fn batch_shapes(
+    mut e: AttentionError,
+    inputs: &[ArrayView3<'_, f64>; 3],
+    names: [&str; 3],
+) -> AttentionError {
+    if let AttentionError::Mismatch { left, right, .. } = &mut e {
+        for operand in [left, right] {
+            if let Some(i) = names.iter().position(|n| *n == operand.name) {
+                *operand = Operand::new(operand.name.clone(), inputs[i].shape());
+            }
+        }
+    }
+    e
+}
