@@ -10,11 +10,17 @@ tests/data/torch/cross.json: nn.MultiheadAttention with biases, as self-attentio
 k_proj_weight, v_proj_weight), with and without masks, on batches of 1 to 3, its weights per
 head and averaged.
 
-Run from the repository root: .venv/bin/python scripts/torch_goldens.py
+Also writes tests/data/torch/npy/: two layers as .npy files named by their state_dict keys
+(`in_proj_weight.npy`, `out_proj.weight.npy`, ...), each with a batch of inputs, its masks and
+torch's output and weights, for a test that loads a layer the way a user saves one.
+
+Run from the repository root: .venv/bin/python scripts/torch_goldens.py [PART...], where the
+parts are json (the three .json files) and npy; without any, all of them.
 """
 import json
 import math
 import pathlib
+import sys
 
 import repo_venv  # noqa: F401  (re-runs this script under the repository's .venv)
 import torch
@@ -61,10 +67,11 @@ def vec(t):
     return t.detach().tolist()
 
 
-def biased_case(name, batch, tq, tk, e, h, kdim, vdim, causal, padded, seed):
-    """nn.MultiheadAttention(e, h, bias=True, kdim, vdim): query (batch, tq, e), key
-    (batch, tk, kdim), value (batch, tk, vdim); self-attention when tk == tq and kdim == vdim == e
-    (the query is then passed as key and value)."""
+def random_layer(batch, tq, tk, e, h, kdim, vdim, causal, padded, seed):
+    """nn.MultiheadAttention(e, h, bias=True, kdim, vdim) with random float64 parameters run on
+    a random query (batch, tq, e), key (batch, tk, kdim) and value (batch, tk, vdim);
+    self-attention when tk == tq and kdim == vdim == e (the query is then passed as key and
+    value). Returns the layer, its inputs and masks, and run_mha's results."""
     gen = torch.Generator().manual_seed(seed)
     mha = torch.nn.MultiheadAttention(e, h, bias=True, kdim=kdim, vdim=vdim, batch_first=True,
                                       dtype=torch.float64)
@@ -78,7 +85,13 @@ def biased_case(name, batch, tq, tk, e, h, kdim, vdim, causal, padded, seed):
     key, value = (x, x) if self_attention else (rand(batch, tk, kdim), rand(batch, tk, vdim))
     attn_mask = torch.triu(torch.ones(tq, tk, dtype=torch.bool), 1) if causal else None
     kpm = torch.tensor(padded, dtype=torch.bool) if padded is not None else None
-    out, per_head, averaged = run_mha(mha, x, key, value, attn_mask, kpm)
+    return (mha, x, key, value, attn_mask, kpm) + run_mha(mha, x, key, value, attn_mask, kpm)
+
+
+def biased_case(name, batch, tq, tk, e, h, kdim, vdim, causal, padded, seed):
+    """random_layer's layer, inputs and results, as lists."""
+    mha, x, key, value, _, _, out, per_head, averaged = random_layer(
+        batch, tq, tk, e, h, kdim, vdim, causal, padded, seed)
     case = {
         "name": name, "h": h, "causal": causal, "padded": padded,
         "in_proj_bias": vec(mha.in_proj_bias), "out_proj_weight": rows(mha.out_proj.weight),
@@ -178,7 +191,47 @@ def positional(tokens, d):
     return {"tokens": tokens, "d_model": d, "pe": rows(pe)}
 
 
+def npy_layer(folder, tq, tk, e, h, kdim, vdim, causal, padded, seed):
+    """random_layer's layer saved as one .npy file per state_dict entry, with its inputs,
+    masks, output and weights (per head and averaged)."""
+    import numpy as np
+
+    mha, query, key, value, attn_mask, kpm, out, per_head, averaged = random_layer(
+        len(padded), tq, tk, e, h, kdim, vdim, causal, padded, seed)
+    arrays = dict(mha.state_dict())
+    arrays.update({"query": query, "key": key, "value": value, "key_padding_mask": kpm,
+                   "attn_output": out, "attn_output_weights": per_head,
+                   "attn_output_weights_averaged": averaged})
+    if attn_mask is not None:
+        arrays["attn_mask"] = attn_mask
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, t in arrays.items():
+        np.save(folder / f"{name}.npy", t.detach().numpy())
+    (folder / "torch_version.txt").write_text(torch.__version__ + "\n")
+
+
+def write_npy():
+    npy = OUT / "npy"
+    # Packed in_proj_weight (kdim = vdim = E), causal and padded.
+    npy_layer(npy / "self", 3, 3, 4, 2, 4, 4, True, [[False, False, False], [False, False, True]], 21)
+    # Separate q/k/v_proj_weight (kdim != vdim != E), padded.
+    npy_layer(npy / "cross", 2, 4, 4, 2, 3, 5, False,
+              [[False, False, True, True], [False, False, False, False],
+               [False, True, False, False]], 22)
+
+
 def main():
+    parts = sys.argv[1:] or ["json", "npy"]
+    for part in parts:
+        if part not in ("json", "npy"):
+            sys.exit(f"error: unknown part {part!r}: the parts are json and npy")
+    if "npy" in parts:
+        write_npy()
+    if "json" in parts:
+        write_json()
+
+
+def write_json():
     torch.manual_seed(0)
     golden = {
         "torch": torch.__version__,
