@@ -8,6 +8,22 @@ pub(crate) const NAN_COLOUR: RGBColor = RGBColor(200, 200, 200);
 pub(crate) const INF_COLOUR: RGBColor = RGBColor(228, 26, 28);
 pub(crate) const INK: RGBColor = RGBColor(0, 0, 0);
 pub(crate) const BACKGROUND: RGBColor = RGBColor(255, 255, 255);
+/// Grid lines behind line plots.
+pub(crate) const GRID: RGBColor = RGBColor(225, 225, 225);
+
+/// The colours of line plots' series, in turn: matplotlib's `tab10` palette.
+pub(crate) const SERIES: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
 
 /// The viridis colour map (perceptually uniform, dark purple to yellow) at `t` in [0, 1]
 /// (clamped; NaN gives the low end), as sRGB bytes.

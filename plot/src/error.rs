@@ -45,6 +45,19 @@ pub enum PlotError {
         /// Its high end.
         hi: f64,
     },
+    /// A [`LinePlot`](crate::LinePlot) has no series to draw.
+    NoSeries,
+    /// A [`LinePlot`](crate::LinePlot) has no x values.
+    NoPoints,
+    /// A series of a [`LinePlot`](crate::LinePlot) has not one value per x value.
+    SeriesLength {
+        /// The series' name.
+        series: String,
+        /// How many values it has.
+        values: usize,
+        /// How many x values the plot has.
+        expected: usize,
+    },
     /// plotters could not draw (this should not happen).
     Draw(String),
     /// The PNG encoder failed (this should not happen).
@@ -79,6 +92,16 @@ impl fmt::Display for PlotError {
             PlotError::BadRange { lo, hi } => write!(
                 f,
                 "colour range [{lo}, {hi}] is not an increasing pair of finite numbers"
+            ),
+            PlotError::NoSeries => write!(f, "a line plot needs at least one series"),
+            PlotError::NoPoints => write!(f, "cannot plot lines over no x values"),
+            PlotError::SeriesLength {
+                series,
+                values,
+                expected,
+            } => write!(
+                f,
+                "series {series:?} has {values} values for {expected} x values"
             ),
             PlotError::Draw(m) => write!(f, "cannot draw the figure: {m}"),
             PlotError::Encode(m) => write!(f, "cannot encode the PNG: {m}"),

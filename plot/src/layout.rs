@@ -1,12 +1,14 @@
-//! The figure's pixel geometry: checks that it can be drawn, then sizes the cells, panels,
-//! titles, labels and colour bar ([`Figure::size`], [`Figure::png_size`]).
+//! The pictures' pixel geometry: checks that they can be drawn, then sizes a heatmap's cells,
+//! panels, titles, labels and colour bar ([`Figure::size`], [`Figure::png_size`]), and a line
+//! plot's axes, ticks and legend ([`LinePlot::size`], [`LinePlot::png_size`]).
 
 use crate::error::PlotError;
 use crate::figure::{ColourRange, Figure};
 use crate::font::{
     register_font, text_size, LABEL_SIZE, PANEL_TITLE_SIZE, TICK_SIZE, TITLE_SIZE, VALUE_SIZE,
 };
-use crate::values::{format_value, ticks};
+use crate::lines::LinePlot;
+use crate::values::{finite_span, format_value, step_decimals, tick_step, ticks, ticks_at};
 
 /// Matrices with at most this many rows and columns get their values written in the cells.
 const MAX_VALUES_SIDE: usize = 12;
@@ -203,21 +205,8 @@ impl Figure {
         let (lo, hi) = match self.range {
             ColourRange::Fixed(lo, hi) => (lo, hi),
             ColourRange::Auto => {
-                let finite = self
-                    .panels
-                    .iter()
-                    .flat_map(|p| p.matrix.iter().copied())
-                    .filter(|v| v.is_finite());
-                let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-                    (lo.min(v), hi.max(v))
-                });
-                if lo > hi {
-                    (0.0, 1.0)
-                } else if lo == hi {
-                    (lo - 0.5, hi + 0.5)
-                } else {
-                    (lo, hi)
-                }
+                finite_span(self.panels.iter().flat_map(|p| p.matrix.iter().copied()))
+                    .unwrap_or((0.0, 1.0))
             }
         };
         if lo.is_finite() && hi.is_finite() && lo < hi {
@@ -259,5 +248,172 @@ fn check_labels(
             expected,
         }),
         _ => Ok(()),
+    }
+}
+
+/// Tick marks and labels reach this far from the axes; legend samples are this long.
+pub(crate) const TICK_LENGTH: i32 = 5;
+pub(crate) const SAMPLE_LENGTH: i32 = 24;
+
+/// One axis of a line plot: the values at its ends (round numbers enclosing the data) and its
+/// ticks, as the fraction of the way from `lo` and the label.
+pub(crate) struct Scale {
+    pub(crate) lo: f64,
+    pub(crate) hi: f64,
+    pub(crate) ticks: Vec<(f64, String)>,
+}
+
+impl Scale {
+    /// The axis for these values: from the multiple of the tick step at or below the least
+    /// finite one to the multiple at or above the largest; 0 to 1 when none is finite.
+    fn over(values: impl Iterator<Item = f64>) -> Scale {
+        let (lo, hi) = finite_span(values).unwrap_or((0.0, 1.0));
+        let step = tick_step(lo, hi);
+        let (lo, hi) = ((lo / step).floor() * step, (hi / step).ceil() * step);
+        Scale {
+            lo,
+            hi,
+            ticks: ticks_at(lo, hi, step, step_decimals(step)),
+        }
+    }
+
+    /// Where `v` falls, as the fraction of the way from `lo` to `hi`.
+    pub(crate) fn fraction(&self, v: f64) -> f64 {
+        (v - self.lo) / (self.hi - self.lo)
+    }
+}
+
+/// Pixel geometry of a line plot: the plotting area (`left`, `top`, `plot_w`, `plot_h`), the
+/// axes, and the legend's left, top, width, height and height of an entry.
+pub(crate) struct LinesLayout {
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+    pub(crate) title_h: i32,
+    pub(crate) left: i32,
+    pub(crate) top: i32,
+    pub(crate) plot_w: i32,
+    pub(crate) plot_h: i32,
+    pub(crate) x: Scale,
+    pub(crate) y: Scale,
+    pub(crate) x_tick_h: i32,
+    pub(crate) legend: (i32, i32, i32, i32, i32),
+}
+
+impl LinePlot {
+    /// The plot's size in pixels, width then height: the SVG's (PNG pictures are
+    /// [`LinePlot::png_size`]).
+    ///
+    /// # Errors
+    /// [`PlotError::NoSeries`], [`PlotError::NoPoints`] or [`PlotError::SeriesLength`] when
+    /// the plot cannot be drawn.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let (w, h) = line_plot(&[0.0, 1.0]).series("a", &[0.0, 1.0]).size()?;
+    /// assert!(w > 480 && h > 300); // the plotting area and what surrounds it
+    /// let err = line_plot(&[0.0, 1.0]).series("a", &[0.0]).size().unwrap_err();
+    /// assert_eq!(err.to_string(), "series \"a\" has 1 values for 2 x values");
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn size(&self) -> Result<(u32, u32), PlotError> {
+        let lay = self.layout()?;
+        Ok((lay.width, lay.height))
+    }
+
+    /// The size in pixels of the plot's PNG pictures: [`LinePlot::size`] times
+    /// [`LinePlot::png_scale`].
+    ///
+    /// # Errors
+    /// As [`LinePlot::size`].
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let plot = line_plot(&[0.0, 1.0]).series("a", &[0.0, 1.0]);
+    /// let (w, h) = plot.size()?;
+    /// assert_eq!(plot.png_size()?, (2 * w, 2 * h));
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn png_size(&self) -> Result<(u32, u32), PlotError> {
+        let (w, h) = self.size()?;
+        Ok((w * self.png_scale, h * self.png_scale))
+    }
+
+    /// Checks the plot and computes its geometry.
+    pub(crate) fn layout(&self) -> Result<LinesLayout, PlotError> {
+        register_font()?;
+        if self.series.is_empty() {
+            return Err(PlotError::NoSeries);
+        }
+        if self.x.is_empty() {
+            return Err(PlotError::NoPoints);
+        }
+        for s in &self.series {
+            if s.y.len() != self.x.len() {
+                return Err(PlotError::SeriesLength {
+                    series: s.name.clone(),
+                    values: s.y.len(),
+                    expected: self.x.len(),
+                });
+            }
+        }
+        let x = Scale::over(self.x.iter().copied());
+        let y = Scale::over(self.series.iter().flat_map(|s| s.y.iter().copied()));
+        let (plot_w, plot_h) = (self.plot_size.0 as i32, self.plot_size.1 as i32);
+
+        let title_h = match &self.title {
+            Some(t) => text_size(t, TITLE_SIZE)?.1 as i32 + 16,
+            None => 0,
+        };
+        let label_h = |label: &Option<String>| -> Result<i32, PlotError> {
+            Ok(match label {
+                Some(l) => text_size(l, LABEL_SIZE)?.1 as i32 + 8,
+                None => 0,
+            })
+        };
+        let tick_h = text_size("0", TICK_SIZE)?.1 as i32;
+        let mut y_tick_w = 0;
+        for (_, t) in &y.ticks {
+            y_tick_w = y_tick_w.max(text_size(t, TICK_SIZE)?.0 as i32);
+        }
+        let left = MARGIN + label_h(&self.y_label)? + y_tick_w + TICK_LENGTH + 4;
+        // Half a tick label above the plotting area: the top tick's label is centred on it.
+        let top = MARGIN + title_h + tick_h / 2;
+        let x_tick_h = TICK_LENGTH + 4 + tick_h;
+
+        let mut name_w = 0;
+        let mut entry_h = tick_h;
+        for s in &self.series {
+            let (w, h) = text_size(&s.name, LABEL_SIZE)?;
+            name_w = name_w.max(w as i32);
+            entry_h = entry_h.max(h as i32);
+        }
+        let entry_h = entry_h + 8;
+        let legend_w = 8 + SAMPLE_LENGTH + 8 + name_w + 8;
+        let legend_h = self.series.len() as i32 * entry_h + 8;
+        let legend_x = left + plot_w + GAP;
+
+        let mut width = legend_x + legend_w + MARGIN;
+        let height = (top + plot_h + x_tick_h + label_h(&self.x_label)? + MARGIN)
+            .max(top + legend_h + MARGIN);
+        if let Some(t) = &self.title {
+            width = width.max(text_size(t, TITLE_SIZE)?.0 as i32 + 2 * MARGIN);
+        }
+        Ok(LinesLayout {
+            width: width as u32,
+            height: height as u32,
+            title_h,
+            left,
+            top,
+            plot_w,
+            plot_h,
+            x,
+            y,
+            x_tick_h,
+            legend: (legend_x, top, legend_w, legend_h, entry_h),
+        })
     }
 }

@@ -1,4 +1,4 @@
-//! Files: [`Figure::save_svg`] and [`Figure::save_png`], written by the workspace's one writer,
+//! Files: [`Figure::save_svg`], [`Figure::save_png`] and the same for [`LinePlot`], written by the workspace's one writer,
 //! `attention_lab_io::write` (a temporary file in the same folder, synced and renamed; through
 //! symlinks; keeping the file's mode). The only module that writes files.
 
@@ -6,6 +6,8 @@ use std::path::Path;
 
 use crate::error::PlotError;
 use crate::figure::Figure;
+use crate::lines::LinePlot;
+use crate::paint::{render_svg, to_png, Picture};
 
 impl Figure {
     /// Writes the figure as an SVG file. The file is written under a temporary name in the
@@ -28,7 +30,7 @@ impl Figure {
     /// # Ok::<(), PlotError>(())
     /// ```
     pub fn save_svg(&self, path: impl AsRef<Path>) -> Result<(), PlotError> {
-        write_atomically(path.as_ref(), self.render_svg()?.as_bytes())
+        save_svg(self, path.as_ref())
     }
 
     /// Writes the figure as a PNG file ([`Figure::to_png`]), through a temporary name in the
@@ -49,8 +51,62 @@ impl Figure {
     /// # Ok::<(), PlotError>(())
     /// ```
     pub fn save_png(&self, path: impl AsRef<Path>) -> Result<(), PlotError> {
-        write_atomically(path.as_ref(), &self.to_png()?)
+        save_png(self, path.as_ref())
     }
+}
+
+impl LinePlot {
+    /// Writes the plot as an SVG file, through a temporary name in the same folder and a
+    /// rename.
+    ///
+    /// # Errors
+    /// As [`LinePlot::render_svg`], and [`PlotError::Write`] (naming `path`) when the file
+    /// cannot be written.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let path = std::env::temp_dir().join(format!("doc-lines-{}.svg", std::process::id()));
+    /// line_plot(&[0.0, 1.0]).series("a", &[0.0, 1.0]).save_svg(&path)?;
+    /// assert!(std::fs::read_to_string(&path).unwrap().contains("<polyline"));
+    /// # std::fs::remove_file(&path).unwrap();
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn save_svg(&self, path: impl AsRef<Path>) -> Result<(), PlotError> {
+        save_svg(self, path.as_ref())
+    }
+
+    /// Writes the plot as a PNG file ([`LinePlot::to_png`]), through a temporary name in the
+    /// same folder and a rename.
+    ///
+    /// # Errors
+    /// As [`LinePlot::to_png`], and [`PlotError::Write`] (naming `path`) when the file cannot
+    /// be written.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let path = std::env::temp_dir().join(format!("doc-lines-{}.png", std::process::id()));
+    /// line_plot(&[0.0, 1.0]).series("a", &[0.0, 1.0]).save_png(&path)?;
+    /// assert!(std::fs::metadata(&path).unwrap().len() > 100);
+    /// # std::fs::remove_file(&path).unwrap();
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn save_png(&self, path: impl AsRef<Path>) -> Result<(), PlotError> {
+        save_png(self, path.as_ref())
+    }
+}
+
+/// Writes any picture as an SVG file.
+pub(crate) fn save_svg<P: Picture>(picture: &P, path: &Path) -> Result<(), PlotError> {
+    write_atomically(path, render_svg(picture)?.as_bytes())
+}
+
+/// Writes any picture as a PNG file.
+pub(crate) fn save_png<P: Picture>(picture: &P, path: &Path) -> Result<(), PlotError> {
+    write_atomically(path, &to_png(picture)?)
 }
 
 /// The workspace's one writer (attention_lab_io): atomic, through symlinks, keeping the mode.

@@ -1,5 +1,5 @@
-//! Drawing: paints a [`Figure`] with plotters as an SVG document or PNG bytes, or as a small
-//! SVG saying why it cannot be drawn, and shows it in an evcxr notebook.
+//! Drawing: paints a [`Figure`] or a [`LinePlot`] with plotters as an SVG document or PNG
+//! bytes, or as a small SVG saying why it cannot be drawn, and shows it in an evcxr notebook.
 
 use plotters::backend::{BitMapBackend, DrawingBackend, SVGBackend};
 use plotters::coord::Shift;
@@ -10,11 +10,12 @@ use plotters::style::{Color, FontTransform, IntoFont, RGBColor};
 
 use attention_lab::html;
 
-use crate::colormap::{cell_colour, text_colour, viridis, BACKGROUND, INK};
+use crate::colormap::{cell_colour, text_colour, viridis, BACKGROUND, GRID, INK, SERIES};
 use crate::error::{draw_error, PlotError};
 use crate::figure::Figure;
 use crate::font::{FAMILY, LABEL_SIZE, PANEL_TITLE_SIZE, TICK_SIZE, TITLE_SIZE};
-use crate::layout::{Layout, BAR_WIDTH, GAP, MARGIN};
+use crate::layout::{Layout, LinesLayout, BAR_WIDTH, GAP, MARGIN, SAMPLE_LENGTH, TICK_LENGTH};
+use crate::lines::LinePlot;
 use crate::values::{format_value, ticks};
 
 /// The colour bar is drawn as this many strips of one colour each.
@@ -35,15 +36,7 @@ impl Figure {
     /// assert_eq!(err.to_string(), "2 row labels for a matrix with 1 rows");
     /// ```
     pub fn render_svg(&self) -> Result<String, PlotError> {
-        let lay = self.layout()?;
-        let mut svg = String::new();
-        {
-            let root =
-                SVGBackend::with_string(&mut svg, (lay.width, lay.height)).into_drawing_area();
-            self.paint(&lay, &root, 1).map_err(draw_error)?;
-            root.present().map_err(draw_error)?;
-        }
-        Ok(svg)
+        render_svg(self)
     }
 
     /// The figure as an SVG document; a figure that cannot be drawn (see
@@ -58,8 +51,7 @@ impl Figure {
     /// assert!(heatmap(&Array2::zeros((0, 0))).to_svg().contains("empty matrix"));
     /// ```
     pub fn to_svg(&self) -> String {
-        self.render_svg()
-            .unwrap_or_else(|e| error_svg(&e.to_string()))
+        to_svg(self)
     }
 
     /// The figure as PNG file bytes (8-bit RGB), [`Figure::png_scale`] times the size of
@@ -78,24 +70,7 @@ impl Figure {
     /// # Ok::<(), PlotError>(())
     /// ```
     pub fn to_png(&self) -> Result<Vec<u8>, PlotError> {
-        let lay = self.layout()?;
-        let zoom = self.png_scale;
-        let (w, h) = (lay.width * zoom, lay.height * zoom);
-        let mut rgb = vec![0u8; w as usize * h as usize * 3];
-        {
-            let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-            self.paint(&lay, &root, zoom as i32).map_err(draw_error)?;
-            root.present().map_err(draw_error)?;
-        }
-        let mut bytes = Vec::new();
-        let mut encoder = png::Encoder::new(&mut bytes, w, h);
-        encoder.set_color(png::ColorType::Rgb);
-        encoder.set_depth(png::BitDepth::Eight);
-        let encode = |e: png::EncodingError| PlotError::Encode(e.to_string());
-        let mut writer = encoder.write_header().map_err(encode)?;
-        writer.write_image_data(&rgb).map_err(encode)?;
-        writer.finish().map_err(encode)?;
-        Ok(bytes)
+        to_png(self)
     }
 
     /// Shows the figure in an evcxr Jupyter notebook (evcxr calls this for a cell's value).
@@ -111,13 +86,95 @@ impl Figure {
     /// heatmap(&array![[0.5, 0.5]]).evcxr_display(); // prints EVCXR_BEGIN_CONTENT text/html …
     /// ```
     pub fn evcxr_display(&self) {
-        println!(
-            "EVCXR_BEGIN_CONTENT text/html\n{}\nEVCXR_END_CONTENT",
-            self.to_svg().trim_end()
-        );
+        evcxr_display(self);
+    }
+}
+
+/// What every kind of picture (a heatmap [`Figure`], a [`LinePlot`]) has, so that one piece of
+/// code turns any of them into SVG, PNG, a notebook display and files.
+pub(crate) trait Picture {
+    /// The picture's geometry, computed once per drawing.
+    type Layout;
+    /// Checks the picture and computes its geometry.
+    fn layout(&self) -> Result<Self::Layout, PlotError>;
+    /// The size in pixels (the SVG's) of a picture with this geometry.
+    fn size_of(lay: &Self::Layout) -> (u32, u32);
+    /// How many times larger than the SVG its PNG pictures are.
+    fn png_scale(&self) -> u32;
+    /// Draws the picture on any plotters backend, every length times `zoom`.
+    fn paint<DB: DrawingBackend>(
+        &self,
+        lay: &Self::Layout,
+        root: &DrawingArea<DB, Shift>,
+        zoom: i32,
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>;
+}
+
+/// The picture as an SVG document, or why it cannot be drawn.
+pub(crate) fn render_svg<P: Picture>(picture: &P) -> Result<String, PlotError> {
+    let lay = picture.layout()?;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, P::size_of(&lay)).into_drawing_area();
+        picture.paint(&lay, &root, 1).map_err(draw_error)?;
+        root.present().map_err(draw_error)?;
+    }
+    Ok(svg)
+}
+
+/// The picture as an SVG document, or a small SVG stating why it cannot be drawn.
+pub(crate) fn to_svg<P: Picture>(picture: &P) -> String {
+    render_svg(picture).unwrap_or_else(|e| error_svg(&e.to_string()))
+}
+
+/// The picture as PNG file bytes (8-bit RGB), `png_scale` times the SVG's size.
+pub(crate) fn to_png<P: Picture>(picture: &P) -> Result<Vec<u8>, PlotError> {
+    let lay = picture.layout()?;
+    let zoom = picture.png_scale();
+    let (w, h) = P::size_of(&lay);
+    let (w, h) = (w * zoom, h * zoom);
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        picture
+            .paint(&lay, &root, zoom as i32)
+            .map_err(draw_error)?;
+        root.present().map_err(draw_error)?;
+    }
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, w, h);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let encode = |e: png::EncodingError| PlotError::Encode(e.to_string());
+    let mut writer = encoder.write_header().map_err(encode)?;
+    writer.write_image_data(&rgb).map_err(encode)?;
+    writer.finish().map_err(encode)?;
+    Ok(bytes)
+}
+
+/// Prints the picture's SVG as evcxr's `text/html` content.
+pub(crate) fn evcxr_display<P: Picture>(picture: &P) {
+    println!(
+        "EVCXR_BEGIN_CONTENT text/html\n{}\nEVCXR_END_CONTENT",
+        to_svg(picture).trim_end()
+    );
+}
+
+impl Picture for Figure {
+    type Layout = Layout;
+
+    fn layout(&self) -> Result<Layout, PlotError> {
+        Figure::layout(self)
     }
 
-    /// Draws the figure on any plotters backend, every length times `zoom`.
+    fn size_of(lay: &Layout) -> (u32, u32) {
+        (lay.width, lay.height)
+    }
+
+    fn png_scale(&self) -> u32 {
+        self.png_scale
+    }
+
     fn paint<DB: DrawingBackend>(
         &self,
         lay: &Layout,
@@ -189,6 +246,202 @@ impl Figure {
     }
 }
 
+impl LinePlot {
+    /// The plot as an SVG document.
+    ///
+    /// # Errors
+    /// [`PlotError::NoSeries`], [`PlotError::NoPoints`] or [`PlotError::SeriesLength`] when
+    /// the plot cannot be drawn.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let err = line_plot(&[0.0, 1.0]).render_svg().unwrap_err();
+    /// assert_eq!(err.to_string(), "a line plot needs at least one series");
+    /// ```
+    pub fn render_svg(&self) -> Result<String, PlotError> {
+        render_svg(self)
+    }
+
+    /// The plot as an SVG document; a plot that cannot be drawn (see
+    /// [`LinePlot::render_svg`]) gives a small SVG stating why, so a notebook shows the
+    /// reason.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let svg = line_plot(&[0.0, 10.0]).series("a", &[0.0, 1.0]).to_svg();
+    /// assert!(svg.starts_with("<svg") && svg.contains("<polyline"));
+    /// assert!(line_plot(&[0.0]).to_svg().contains("plot error: a line plot needs"));
+    /// ```
+    pub fn to_svg(&self) -> String {
+        to_svg(self)
+    }
+
+    /// The plot as PNG file bytes (8-bit RGB), [`LinePlot::png_scale`] times the size of the
+    /// SVG; text is in the embedded DejaVu Sans.
+    ///
+    /// # Errors
+    /// As [`LinePlot::render_svg`], and [`PlotError::Encode`] should the encoder fail.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let png = line_plot(&[0.0, 1.0]).series("a", &[0.0, 1.0]).to_png()?;
+    /// assert_eq!(&png[1..4], b"PNG");
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn to_png(&self) -> Result<Vec<u8>, PlotError> {
+        to_png(self)
+    }
+
+    /// Shows the plot in an evcxr Jupyter notebook as inline SVG (`text/html`), as
+    /// [`Figure::evcxr_display`] does.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// line_plot(&[0.0, 1.0]).series("a", &[0.0, 1.0]).evcxr_display(); // prints EVCXR_BEGIN_CONTENT text/html …
+    /// ```
+    pub fn evcxr_display(&self) {
+        evcxr_display(self);
+    }
+}
+
+impl Picture for LinePlot {
+    type Layout = LinesLayout;
+
+    fn layout(&self) -> Result<LinesLayout, PlotError> {
+        LinePlot::layout(self)
+    }
+
+    fn size_of(lay: &LinesLayout) -> (u32, u32) {
+        (lay.width, lay.height)
+    }
+
+    fn png_scale(&self) -> u32 {
+        self.png_scale
+    }
+
+    fn paint<DB: DrawingBackend>(
+        &self,
+        lay: &LinesLayout,
+        root: &DrawingArea<DB, Shift>,
+        zoom: i32,
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        let pen = Pen { root, zoom };
+        root.fill(&BACKGROUND)?;
+        let centre = Pos::new(HPos::Center, VPos::Center);
+        if let Some(t) = &self.title {
+            let at = (lay.width as i32 / 2, MARGIN + lay.title_h / 2);
+            pen.text(t, at, TITLE_SIZE, INK, centre, false)?;
+        }
+        let (left, top, w, h) = (lay.left, lay.top, lay.plot_w, lay.plot_h);
+        let (right, bottom) = (left + w, top + h);
+        let px = |v: f64| left as f64 + lay.x.fraction(v) * w as f64;
+        let py = |v: f64| bottom as f64 - lay.y.fraction(v) * h as f64;
+        // Grid lines first, under the series; then the series, the frame and the ticks.
+        let x_ticks: Vec<(i32, &String)> = lay
+            .x
+            .ticks
+            .iter()
+            .map(|(f, t)| (left + (f * w as f64).round() as i32, t))
+            .collect();
+        let y_ticks: Vec<(i32, &String)> = lay
+            .y
+            .ticks
+            .iter()
+            .map(|(f, t)| (bottom - (f * h as f64).round() as i32, t))
+            .collect();
+        for &(x, _) in &x_ticks {
+            pen.line(
+                &[(x as f64, top as f64), (x as f64, bottom as f64)],
+                GRID,
+                1,
+            )?;
+        }
+        for &(y, _) in &y_ticks {
+            pen.line(
+                &[(left as f64, y as f64), (right as f64, y as f64)],
+                GRID,
+                1,
+            )?;
+        }
+        for (k, series) in self.series.iter().enumerate() {
+            let colour = SERIES[k % SERIES.len()];
+            // A point that is not finite breaks the line.
+            let points = self
+                .x
+                .iter()
+                .zip(&series.y)
+                .map(|(&x, &y)| (x.is_finite() && y.is_finite()).then(|| (px(x), py(y))));
+            let mut run = Vec::new();
+            for point in points.chain([None]) {
+                match point {
+                    Some(p) => run.push(p),
+                    None => {
+                        if run.len() > 1 {
+                            pen.line(&run, colour, 2)?;
+                        }
+                        run.clear();
+                    }
+                }
+            }
+        }
+        pen.rect((left, top), (right, bottom), INK, false)?;
+        let below = Pos::new(HPos::Center, VPos::Top);
+        for &(x, t) in &x_ticks {
+            let mark = [
+                (x as f64, bottom as f64),
+                (x as f64, (bottom + TICK_LENGTH) as f64),
+            ];
+            pen.line(&mark, INK, 1)?;
+            pen.text(
+                t,
+                (x, bottom + TICK_LENGTH + 3),
+                TICK_SIZE,
+                INK,
+                below,
+                false,
+            )?;
+        }
+        let before = Pos::new(HPos::Right, VPos::Center);
+        for &(y, t) in &y_ticks {
+            pen.rect((left - TICK_LENGTH, y), (left, y), INK, false)?;
+            pen.text(
+                t,
+                (left - TICK_LENGTH - 3, y),
+                TICK_SIZE,
+                INK,
+                before,
+                false,
+            )?;
+        }
+        if let Some(l) = &self.x_label {
+            let at = (left + w / 2, bottom + lay.x_tick_h + 4);
+            pen.text(l, at, LABEL_SIZE, INK, below, false)?;
+        }
+        if let Some(l) = &self.y_label {
+            pen.text(l, (MARGIN, top + h / 2), LABEL_SIZE, INK, below, true)?;
+        }
+        let (lx, ly, lw, lh, entry_h) = lay.legend;
+        let after = Pos::new(HPos::Left, VPos::Center);
+        for (k, series) in self.series.iter().enumerate() {
+            let y = ly + 4 + k as i32 * entry_h + entry_h / 2;
+            let sample = [(lx + 8) as f64, (lx + 8 + SAMPLE_LENGTH) as f64];
+            let colour = SERIES[k % SERIES.len()];
+            pen.line(&[(sample[0], y as f64), (sample[1], y as f64)], colour, 2)?;
+            let at = (lx + 16 + SAMPLE_LENGTH, y);
+            pen.text(&series.name, at, LABEL_SIZE, INK, after, false)?;
+        }
+        pen.rect((lx, ly), (lx + lw, ly + lh), INK, false)
+    }
+}
+
 /// Draws in figure units on a backend whose pixels are `zoom` times smaller.
 struct Pen<'a, DB: DrawingBackend> {
     root: &'a DrawingArea<DB, Shift>,
@@ -209,12 +462,28 @@ impl<DB: DrawingBackend> Pen<'_, DB> {
         if filled {
             self.root.draw(&Rectangle::new(corners, colour.filled()))
         } else if y0 == y1 {
-            let line = PathElement::new(corners.to_vec(), colour.stroke_width(z as u32));
-            self.root.draw(&line)
+            let ends = [(x0 as f64, y0 as f64), (x1 as f64, y1 as f64)];
+            self.line(&ends, colour, 1)
         } else {
             self.root
                 .draw(&Rectangle::new(corners, colour.stroke_width(z as u32)))
         }
+    }
+
+    /// A line through `points` (in figure units, rounded only once zoomed), `width` wide.
+    fn line(
+        &self,
+        points: &[(f64, f64)],
+        colour: RGBColor,
+        width: u32,
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+        let z = self.zoom as f64;
+        let zoomed = points
+            .iter()
+            .map(|&(x, y)| ((x * z).round() as i32, (y * z).round() as i32))
+            .collect::<Vec<_>>();
+        let style = colour.stroke_width(width * self.zoom as u32);
+        self.root.draw(&PathElement::new(zoomed, style))
     }
 
     /// Text anchored at `pos`, read bottom to top when `upright`.

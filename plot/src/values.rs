@@ -25,13 +25,21 @@ pub(crate) fn format_value(v: f64, decimals: usize) -> String {
 /// Colour bar ticks for the range `lo..hi`, top (high) to bottom: fraction from the bottom
 /// and label with `decimals` decimals.
 pub(crate) fn ticks(lo: f64, hi: f64, decimals: usize) -> Vec<(f64, String)> {
-    // The finest step of 1, 2, 2.5 or 5 times a power of ten with at most 5 ticks.
+    ticks_at(lo, hi, tick_step(lo, hi), decimals)
+}
+
+/// The finest step of 1, 2, 2.5 or 5 times a power of ten with at most 5 ticks in `lo..hi`.
+pub(crate) fn tick_step(lo: f64, hi: f64) -> f64 {
     let magnitude = 10f64.powf(((hi - lo) / 5.0).log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+    [1.0, 2.0, 2.5, 5.0, 10.0]
         .iter()
         .map(|m| m * magnitude)
         .find(|step| (hi / step + 1e-9).floor() - (lo / step - 1e-9).ceil() < BAR_TICKS as f64)
-        .unwrap_or(hi - lo);
+        .unwrap_or(hi - lo)
+}
+
+/// The ticks at the multiples of `step` in `lo..hi`, top (high) to bottom.
+pub(crate) fn ticks_at(lo: f64, hi: f64, step: f64, decimals: usize) -> Vec<(f64, String)> {
     let first = (lo / step - 1e-9).ceil() as i64;
     let last = (hi / step + 1e-9).floor() as i64;
     (first..=last)
@@ -43,9 +51,37 @@ pub(crate) fn ticks(lo: f64, hi: f64, decimals: usize) -> Vec<(f64, String)> {
         .collect()
 }
 
+/// The fewest decimals that write every multiple of `step` exactly (0 for 10, 1 for 0.5,
+/// 2 for 0.25), at most 10.
+pub(crate) fn step_decimals(step: f64) -> usize {
+    (0..10)
+        .find(|&d| {
+            let scaled = step * 10f64.powi(d as i32);
+            (scaled - scaled.round()).abs() < 1e-6 * scaled.abs().max(1.0)
+        })
+        .unwrap_or(10)
+}
+
+/// The smallest and largest finite values, or `None` when there are none; equal ones are
+/// widened by 0.5 each side so that they span a range.
+pub(crate) fn finite_span(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    if lo > hi {
+        None
+    } else if lo == hi {
+        Some((lo - 0.5, hi + 0.5))
+    } else {
+        Some((lo, hi))
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{format_value, ticks};
+    use super::{finite_span, format_value, step_decimals, tick_step, ticks};
 
     #[test]
     fn values_are_written_as_python_formats_them_without_negative_zero() {
@@ -134,5 +170,42 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn steps_get_the_decimals_that_write_them_exactly() {
+        let cases = [
+            (10.0, 0),
+            (1.0, 0),
+            (0.5, 1),
+            (0.25, 2),
+            (2.5, 1),
+            (0.001, 3),
+            (2e-4, 4),
+        ];
+        for (step, want) in cases {
+            assert_eq!(step_decimals(step), want, "{step}");
+        }
+        // Every tick step of a range: its labels written with its decimals are all different.
+        for width_k in 1..200 {
+            let step = tick_step(0.0, width_k as f64 * 0.0137);
+            let d = step_decimals(step);
+            let labels: Vec<String> = (0..5).map(|k| format_value(k as f64 * step, d)).collect();
+            let mut unique = labels.clone();
+            unique.dedup();
+            assert_eq!(unique, labels, "step {step}, {d} decimals");
+        }
+    }
+
+    #[test]
+    fn spans_skip_non_finite_values_and_widen_single_ones() {
+        let span = |v: &[f64]| finite_span(v.iter().copied());
+        assert_eq!(
+            span(&[3.0, f64::NAN, -1.0, f64::INFINITY]),
+            Some((-1.0, 3.0))
+        );
+        assert_eq!(span(&[2.0, 2.0]), Some((1.5, 2.5)));
+        assert_eq!(span(&[f64::NAN]), None);
+        assert_eq!(span(&[]), None);
     }
 }
