@@ -3,7 +3,7 @@
 use ndarray::{Array2, ArrayView2};
 
 use crate::error::{reserve_matrix, AttentionError, Operand};
-use crate::mask::{zero_blocked_rows, Mask};
+use crate::mask::Mask;
 use crate::softmax::Softmax;
 
 /// Every step of one scaled dot-product attention.
@@ -126,10 +126,10 @@ pub(crate) fn attend(
     if let Some(mask) = mask {
         mask.apply(&mut scores)?;
     }
-    let mut weights = softmax.apply(&scores);
-    if mask.is_some() {
-        zero_blocked_rows(scores.view(), &mut weights);
-    }
+    let weights = match mask {
+        Some(_) => softmax.apply_masked(&scores),
+        None => softmax.apply(&scores),
+    };
     let output = weights.dot(&v);
     Ok(Attention {
         scores,

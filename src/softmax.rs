@@ -6,6 +6,8 @@
 
 use ndarray::{Array2, ArrayView1, ArrayView2, Axis};
 
+use crate::mask::zero_blocked_rows;
+
 /// Which softmax a [`Head`](crate::heads::Head) applies to its scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Softmax {
@@ -31,6 +33,23 @@ impl Softmax {
             Softmax::Stable => softmax(scores),
             Softmax::Naive => softmax_naive(scores),
         }
+    }
+
+    /// Applies this softmax to scores that were masked (`-inf` where a key is blocked): a row
+    /// whose every score is `-inf` gets zero weights instead of NaN, as the masked forward
+    /// pass gives (see [`crate::mask`]). `solve`, `exercise` and `grade` share it.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let masked = array![[0.0, f64::NEG_INFINITY], [f64::NEG_INFINITY, f64::NEG_INFINITY]];
+    /// assert_eq!(Softmax::Stable.apply_masked(&masked), array![[1.0, 0.0], [0.0, 0.0]]);
+    /// ```
+    pub fn apply_masked<'a>(self, scores: impl Into<ArrayView2<'a, f64>>) -> Array2<f64> {
+        let scores = scores.into();
+        let mut weights = self.apply(scores);
+        zero_blocked_rows(scores, &mut weights);
+        weights
     }
 }
 
