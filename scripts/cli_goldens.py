@@ -9,7 +9,8 @@ Deterministic (fixed seeds); rerunning rewrites the same bytes.
   in show/expected/ that holds what NumPy prints (print(a), repr(a), np.set_printoptions).
 - solve/: the matrices of a few problems; solve/cases.json lists each `solve` command line with
   its expected text (NumPy's step-by-step prints) or JSON (every intermediate, NaN and
-  infinities as the strings "NaN", "Infinity", "-Infinity").
+  infinities as the strings "NaN", "Infinity", "-Infinity"); also masked problems (--causal,
+  --padding, --mask, a fully masked row), cross-attention (--kv) and biases.
 - exercise/: the matrices `exercise` must draw from np.random.RandomState(seed), in the draw
   order the CLI documents.
 """
@@ -133,27 +134,49 @@ def softmax(s, naive):
         return e / np.sum(e, axis=1, keepdims=True)
 
 
-def solve(x, heads, wo, naive=False):
-    """Every intermediate, as a NumPy worked example computes it."""
+def solve(x, heads, wo, naive=False, mask=None, kv=None, biases=None, bo=None):
+    """Every intermediate, as a NumPy worked example computes it.
+
+    mask: the additive mask (0 or -inf where blocked) added to the scores; a row whose
+    scores are all -inf gets zero weights (as attention-lab documents; PyTorch MHA gives NaN).
+    kv: (key, value) inputs of cross-attention. biases: (b_Q, b_K, b_V) per head. bo: b_O.
+    """
+    key, value = kv if kv is not None else (x, x)
     steps = []
-    for wq, wk, wv in heads:
-        q, k, v = x @ wq, x @ wk, x @ wv
+    for n, (wq, wk, wv) in enumerate(heads):
+        q, k, v = x @ wq, key @ wk, value @ wv
+        if biases is not None:
+            bq, bk, bv = biases[n]
+            q, k, v = q + bq, k + bk, v + bv
         scores = q @ k.T / np.sqrt(k.shape[1])
+        if mask is not None:
+            scores = scores + mask
         weights = softmax(scores, naive)
+        if mask is not None:
+            weights[np.all(scores == -np.inf, axis=1)] = 0.0
         z = weights @ v
         steps.append({"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "z": z})
     concat = np.concatenate([h["z"] for h in steps], axis=1)
     output = concat @ wo if wo is not None else None
+    if bo is not None:
+        output = output + bo
     return steps, concat, output
 
 
-def print_solution(steps, concat, output):
+def print_solution(steps, concat, output, mask=None):
+    if mask is not None:
+        if np.all((mask == 0) | (mask == -np.inf)):
+            print("Mask (True = blocked):\n", mask == -np.inf)
+        else:
+            print("Mask (added to the scores):\n", mask)
+        print()
+    plus = "" if mask is None else " + mask"
     for i, h in enumerate(steps, 1):
         dk = h["k"].shape[1]
         print(f"Head {i} - Q_{i}:\n", h["q"])
         print(f"Head {i} - K_{i}:\n", h["k"])
         print(f"Head {i} - V_{i}:\n", h["v"])
-        print(f"Head {i} - scores = Q_{i} K_{i}^T / sqrt({dk}):\n", h["scores"])
+        print(f"Head {i} - scores = Q_{i} K_{i}^T / sqrt({dk}){plus}:\n", h["scores"])
         print(f"Head {i} - weights = softmax(scores):\n", h["weights"])
         print(f"Head {i} - Z_{i} = weights V_{i}:\n", h["z"])
         print()
@@ -174,8 +197,10 @@ def json_value(m):
     return [[number(x) for x in row] for row in m]
 
 
-def solution_json(steps, concat, output):
+def solution_json(steps, concat, output, mask=None):
+    masked = {} if mask is None else {"mask": json_value(mask)}
     return json.dumps({
+        **masked,
         "heads": [{key: json_value(m) for key, m in h.items()} for h in steps],
         "concat": json_value(concat),
         "output": None if output is None else json_value(output),
@@ -241,17 +266,121 @@ def solve_goldens():
                              "--wv", "eye2.npy"],
          (big, [(np.eye(2),) * 3], None, False), "txt", {}),
     ]
+    cases = [(name, args, problem + ({},), kind, opts)
+             for name, args, problem, kind, opts in cases]
+    cases += masked_cases(save, x, heads, wo, x32, w6)
     listed = []
-    for name, args, (cx, cheads, cwo, naive), kind, opts in cases:
-        steps, concat, output = solve(cx.astype(np.float64), cheads, cwo, naive)
+    for name, args, (cx, cheads, cwo, naive, extra), kind, opts in cases:
+        steps, concat, output = solve(cx.astype(np.float64), cheads, cwo, naive, **extra)
+        mask = extra.get("mask")
         expected = f"{name}.{kind}"
         if kind == "txt":
-            text = printed(lambda: print_solution(steps, concat, output), **opts)
+            text = printed(lambda: print_solution(steps, concat, output, mask), **opts)
         else:
-            text = solution_json(steps, concat, output)
+            text = solution_json(steps, concat, output, mask)
         write(os.path.join(out, expected), text)
         listed.append({"args": args, kind: expected})
     write(os.path.join(out, "cases.json"), json.dumps(listed, indent=1) + "\n")
+
+
+def blocked(b):
+    """The additive mask of a boolean one (True = blocked, as nn.MultiheadAttention)."""
+    return np.where(b, -np.inf, 0.0)
+
+
+def causal(n):
+    return blocked(np.triu(np.ones((n, n), dtype=bool), 1))
+
+
+def padding(queries, padded):
+    return blocked(np.tile(np.array(padded, dtype=bool), (queries, 1)))
+
+
+def masked_cases(save, x, heads, wo, x32, w6):
+    """solve's masks, cross-attention and biases (issue 11): the problems above and a few more,
+    drawn from their own stream so the matrices above keep their bytes."""
+    rs = np.random.RandomState(11)
+    x3 = np.array([[1, 0, 2, 0], [0, 1, 0, 1], [2, 1, 0, 0]], dtype=np.int64)
+    save("x3.npy", x3)
+    # A fully masked second row: zero weights, zero Z row.
+    full = np.array([[False, True, True], [True, True, True], [False, False, True]])
+    save("mask_full.npy", full)
+    additive = np.array([[0.0, -1.0, -np.inf], [0.5, 0.0, -np.inf], [0.0, -2.0, 0.0]])
+    save("mask_add.npy", additive)
+    save("mask_int.npy", np.zeros((2, 2), dtype=np.int64))
+    # Cross-attention: keys 5 wide (kdim), values 2 wide (vdim), E = 4, three memory tokens.
+    memory_k = np.round(rs.uniform(-1, 1, (3, 5)), 2)
+    memory_v = np.round(rs.uniform(-1, 1, (3, 2)), 2)
+    cross = [(np.round(rs.uniform(-1, 1, (4, 3)), 2), np.round(rs.uniform(-1, 1, (5, 3)), 2),
+              np.round(rs.uniform(-1, 1, (2, 2)), 2)) for _ in range(2)]
+    cross_biases = [tuple(np.round(rs.uniform(-1, 1, n), 2) for n in (3, 3, 2)) for _ in range(2)]
+    cross_wo = np.round(rs.uniform(-1, 1, (4, 4)), 2)
+    cross_bo = np.round(rs.uniform(-1, 1, 4), 2)
+    save("memory_k.npy", memory_k)
+    save("memory_v.npy", memory_v)
+    for i, (wq, wk, wv) in enumerate(cross, 1):
+        save(f"cq{i}.npy", wq)
+        save(f"ck{i}.npy", wk)
+        save(f"cv{i}.npy", wv)
+    for i, (bq, bk, bv) in enumerate(cross_biases, 1):
+        save(f"bq{i}.npy", bq)
+        save(f"bk{i}.npy", bk)
+        save(f"bv{i}.npy", bv)
+    save("cwo.npy", cross_wo)
+    save("bo.npy", cross_bo)
+    # Biases split with the weights, as PyTorch's in_proj_bias: b_Q and b_O only.
+    split_bq = np.round(rs.uniform(-1, 1, 6), 2)
+    split_wo = np.round(rs.uniform(-1, 1, (6, 6)), 2)
+    split_bo = np.round(rs.uniform(-1, 1, 6), 2)
+    save("wo6.npy", split_wo)
+    zeros3 = np.zeros(3)
+
+    two = ["--x", "x.npy", "--wq", "wq1.npy,wq2.npy", "--wk", "wk1.npy,wk2.npy",
+           "--wv", "wv1.npy,wv2.npy", "--wo", "wo.npy"]
+    three = ["--x", "x3.npy"] + two[2:]
+    cross_args = ["--x", "x.npy", "--wq", "cq1.npy,cq2.npy", "--wk", "ck1.npy,ck2.npy",
+                  "--wv", "cv1.npy,cv2.npy", "--wo", "cwo.npy"]
+    bias_args = ["--bq", "bq1.npy,bq2.npy", "--bk", inline(cross_biases[0][1]) + ","
+                 + inline(cross_biases[1][1]), "--bv", "bv1.npy", "--bv", "bv2.npy",
+                 "--bo", "bo.npy"]
+    split_heads = [(w6["q"][:, s], w6["k"][:, s], w6["v"][:, s])
+                   for s in (slice(0, 3), slice(3, 6))]
+    split_biases = [(split_bq[s], zeros3, zeros3) for s in (slice(0, 3), slice(3, 6))]
+    pad3 = padding(3, [False, False, True])
+    cases = []
+    for kind, flag, opts in (("txt", ["--precision", "4"], {"precision": 4}),
+                             ("json", ["--json"], None)):
+        cases += [
+            ("causal", two + ["--causal"] + flag, (x, heads, wo, False, {"mask": causal(2)}),
+             kind, opts),
+            ("causal_padding", three + ["--causal", "--padding", "[false,false,true]"] + flag,
+             (x3, heads, wo, False, {"mask": causal(3) + pad3}), kind, opts),
+            ("mask_full_row", three + ["--mask", "mask_full.npy"] + flag,
+             (x3, heads, wo, False, {"mask": blocked(full)}), kind, opts),
+            ("mask_additive", three + ["--mask", "mask_add.npy", "--softmax", "naive"] + flag,
+             (x3, heads, wo, True, {"mask": additive}), kind, opts),
+            ("cross_biases", cross_args + ["--kv", "memory_k.npy,memory_v.npy",
+                                           "--padding", "[false,false,true]"] + bias_args + flag,
+             (x, cross, cross_wo, False, {"mask": padding(2, [False, False, True]),
+                                           "kv": (memory_k, memory_v), "biases": cross_biases,
+                                           "bo": cross_bo}), kind, opts),
+            ("split_biases", ["--x", "x32.npy", "--wq", "wq6.npy", "--wk", "wk6.npy",
+                              "--wv", "wv6.npy", "--split", "2", "--wo", "wo6.npy",
+                              "--bq", inline(split_bq), "--bo", inline(split_bo)] + flag,
+             (x32, split_heads, split_wo, False, {"biases": split_biases, "bo": split_bo}),
+             kind, opts),
+        ]
+    # One memory for keys and values (kdim = vdim = 4) and an inline boolean mask.
+    memory = np.round(rs.uniform(-1, 1, (3, 4)), 2)
+    save("memory.npy", memory)
+    inline_mask = np.array([[False, True, False], [True, False, False]])
+    cases.append(
+        ("cross_inline_mask", two[:2] + ["--kv", "memory.npy"] + two[2:] + [
+            "--mask", json.dumps(inline_mask.tolist()).lower().replace(" ", ""),
+            "--precision", "3", "--suppress"],
+         (x, heads, wo, False, {"mask": blocked(inline_mask), "kv": (memory, memory)}),
+         "txt", {"precision": 3, "suppress": True}))
+    return cases
 
 
 # ---------------------------------------------------------------- exercise

@@ -10,8 +10,9 @@
 //! A rounded `-0.0` is written as `0.0` (and used as `+0.0`), as a teacher would write it.
 
 use crate::error::{print, write_file, Error, Result};
-use crate::solve::{labels, layer, steps, Part};
+use crate::solve::{combined_mask, labels, layer, steps, Part};
 use attention_lab::np::{array_str, round, PrintOptions, RandomState};
+use attention_lab::prelude::{Mask, MultiHeadOutput};
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, ValueEnum};
 use ndarray::Array2;
@@ -24,6 +25,8 @@ use ndarray::Array2;
     head W_Q, W_K, W_V = round(uniform(-1, 1, (DIM, DK)), DECIMALS); then\n\
     W_O = round(uniform(-1, 1, (HEADS * DK, DIM)), DECIMALS). The same seed and options\n\
     always give the same sheet, byte for byte.\n\n\
+    A decoder's sheet (a causal mask, the last token padding; the key has the masked steps):\n  \
+    attention-lab exercise --seed 7 --tokens 3 --causal --padding 1 --answers\n\n\
     A class (a sheet and a key per student; the seeds come from each id and the secret):\n  \
     attention-lab exercise --roster class.csv --out class --secret-file secret.txt")]
 pub struct ExerciseArgs {
@@ -50,6 +53,14 @@ pub struct ExerciseArgs {
     /// Decimals of the weight matrices.
     #[arg(long, default_value_t = 1, value_parser = RangedU64ValueParser::<i32>::new().range(0..=4))]
     pub decimals: i32,
+    /// A decoder's sheet: a causal mask, each token attends only to itself and the tokens
+    /// before it (as `solve --causal`).
+    #[arg(long)]
+    pub causal: bool,
+    /// The last N tokens of X are padding: no token attends to them (a key padding mask, as
+    /// `solve --padding`). At most TOKENS - 1.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = RangedU64ValueParser::<usize>::new().range(0..=15))]
+    pub padding: usize,
     /// Digits after the decimal point in the answer key, as `solve --precision P --suppress`.
     #[arg(long, value_name = "P", default_value_t = 4, value_parser = RangedU64ValueParser::<usize>::new().range(0..=8))]
     pub precision: usize,
@@ -135,6 +146,7 @@ pub struct Layout {
 }
 
 /// The problem's matrices, in the order they are drawn.
+#[derive(Debug, Clone)]
 pub struct Problem {
     /// The input, small integers.
     pub x: Array2<f64>,
@@ -146,6 +158,58 @@ pub struct Problem {
     pub wv: Vec<Array2<f64>>,
     /// The output projection.
     pub wo: Array2<f64>,
+    /// The mask of a masked (decoder) sheet, from `--causal` and `--padding`; not drawn, so
+    /// the same seed gives the same matrices with or without it.
+    pub mask: Option<Mask>,
+}
+
+impl Problem {
+    /// The worked answers, as `solve` computes them: self-attention of X through each head
+    /// and W_O, with the mask added to the scores when there is one. The sheet's key, the
+    /// roster's keys and `grade` all compute their answers here.
+    ///
+    /// # Errors
+    /// The library's shape message when the matrices or the mask do not fit together.
+    pub fn solution(&self) -> Result<MultiHeadOutput> {
+        let (x, mask) = (&self.x, self.mask.as_ref());
+        layer(
+            &self.wq,
+            &self.wk,
+            &self.wv,
+            Some(self.wo.clone()),
+            None,
+            false,
+        )?
+        .forward_cross(x, x, x, mask)
+        .map_err(|e| Error::Input(e.to_string()))
+    }
+}
+
+/// The mask `--causal` and `--padding N` ask for over `tokens` tokens, if any.
+///
+/// # Errors
+/// `--padding` that leaves no token to attend to.
+fn sheet_mask(args: &ExerciseArgs) -> Result<Option<Mask>> {
+    let tokens = args.tokens;
+    if args.padding >= tokens {
+        return Err(Error::at(
+            "--padding",
+            format!(
+                "{} padded tokens leave none of the {tokens} tokens to attend to (at most {})",
+                args.padding,
+                tokens - 1
+            ),
+        ));
+    }
+    let padded: Vec<bool> = (0..tokens).map(|t| t >= tokens - args.padding).collect();
+    let x = format!("X has {tokens} tokens");
+    combined_mask(
+        args.causal,
+        (args.padding > 0).then_some(&padded[..]),
+        None,
+        (&x, tokens),
+        (&x, tokens),
+    )
 }
 
 /// Draws the problem as documented in the module docs.
@@ -168,7 +232,14 @@ pub fn draw(args: &ExerciseArgs, seed: u32) -> Result<Problem> {
         wv.push(weights(args.dim, args.dk)?);
     }
     let wo = weights(args.heads * args.dk, args.dim)?;
-    Ok(Problem { x, wq, wk, wv, wo })
+    Ok(Problem {
+        x,
+        wq,
+        wk,
+        wv,
+        wo,
+        mask: sheet_mask(args)?,
+    })
 }
 
 /// One piece of the sheet; [`render`] writes it in the chosen format.
@@ -206,6 +277,10 @@ pub fn sheet(args: &ExerciseArgs, layout: &Layout) -> Result<String> {
         )),
         Block::Math(vec![format!("X = {}", bmatrix_fixed(&problem.x, 0))]),
     ];
+    if let Some(mask) = &problem.mask {
+        blocks.push(Block::Text(mask_text(args)));
+        blocks.push(Block::Math(vec![format!("M = {}", bmatrix_mask(mask))]));
+    }
     for n in 0..h {
         let i = n + 1;
         blocks.push(Block::Text(format!("Head {i}:")));
@@ -267,6 +342,48 @@ fn room_to_write(args: &ExerciseArgs, part: char) -> u32 {
     cm.clamp(3, 20)
 }
 
+/// What a masked sheet says about its mask.
+fn mask_text(args: &ExerciseArgs) -> String {
+    let mut text = String::new();
+    if args.causal {
+        text.push_str(
+            "The layer is a decoder's: each token may attend only to itself and the tokens \
+             before it (a causal mask). ",
+        );
+    }
+    if args.padding > 0 {
+        let n = args.padding;
+        text.push_str(&if n == 1 {
+            "The last row of $X$ is padding: no token may attend to it (a key padding mask). "
+                .to_string()
+        } else {
+            format!(
+                "The last {n} rows of $X$ are padding: no token may attend to them (a key \
+                 padding mask). "
+            )
+        });
+    }
+    text + "The mask $M$ is added to the scores: $0$ where a query (row) may attend to a key \
+            (column), $-\\infty$ where it may not, so a blocked key gets weight $0$."
+}
+
+/// A mask as LaTeX: `0` where a key may be attended to, `-\infty` where it is blocked.
+fn bmatrix_mask(mask: &Mask) -> String {
+    let m = mask.additive();
+    bmatrix(
+        m.nrows(),
+        m.iter()
+            .map(|&a| {
+                if a == f64::NEG_INFINITY {
+                    "-\\infty".to_string()
+                } else {
+                    tex_number(&format!("{a}"))
+                }
+            })
+            .collect(),
+    )
+}
+
 /// The wording of parts (a) to (d), the letter first.
 fn part_texts(args: &ExerciseArgs) -> [(char, String); 4] {
     let names: Vec<String> = (1..=args.heads).map(|i| format!("Z_{i}")).collect();
@@ -279,11 +396,18 @@ fn part_texts(args: &ExerciseArgs) -> [(char, String); 4] {
         ),
         (
             'b',
-            "For every head, scale the dot products of queries and keys, \
-             $S_i = Q_i K_i^\\top / \\sqrt{d_k}$, turn each row of $S_i$ into weights \
-             $A_i = \\operatorname{softmax}(S_i)$, and compute the head's output \
-             $Z_i = \\operatorname{softmax}(Q_i K_i^\\top / \\sqrt{d_k})\\, V_i = A_i V_i$."
-                .into(),
+            if args.causal || args.padding > 0 {
+                "For every head, scale the dot products of queries and keys and add the mask, \
+                 $S_i = Q_i K_i^\\top / \\sqrt{d_k} + M$, turn each row of $S_i$ into weights \
+                 $A_i = \\operatorname{softmax}(S_i)$ (a score of $-\\infty$ gets weight $0$), \
+                 and compute the head's output $Z_i = A_i V_i$."
+            } else {
+                "For every head, scale the dot products of queries and keys, \
+                 $S_i = Q_i K_i^\\top / \\sqrt{d_k}$, turn each row of $S_i$ into weights \
+                 $A_i = \\operatorname{softmax}(S_i)$, and compute the head's output \
+                 $Z_i = \\operatorname{softmax}(Q_i K_i^\\top / \\sqrt{d_k})\\, V_i = A_i V_i$."
+            }
+            .into(),
         ),
         (
             'c',
@@ -307,12 +431,8 @@ fn part_texts(args: &ExerciseArgs) -> [(char, String); 4] {
 
 /// The worked answers: the matrices `solve --precision P --suppress` prints, grouped by part.
 fn answer_key(args: &ExerciseArgs, problem: &Problem, fixed: bool) -> Result<Vec<Block>> {
-    let p = problem;
-    let layer = layer(&p.wq, &p.wk, &p.wv, Some(p.wo.clone()), None)?;
-    let out = layer
-        .forward(&p.x)
-        .map_err(|e| Error::Input(e.to_string()))?;
-    let labels = labels(&out);
+    let out = problem.solution()?;
+    let labels = labels(&out, problem.mask.is_some());
     let steps = steps(&out, &labels);
     let opts = PrintOptions {
         precision: args.precision,

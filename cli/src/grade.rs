@@ -12,11 +12,11 @@
 //! first that reproduces the answer is named; when none does, the feedback says so.
 
 use crate::error::{io_problem, warn, write_file, Error, Result, EXIT_CHECK_FAILED};
+use crate::exercise::Problem;
 use crate::matrices::{matrix, matrix_from_json};
 use crate::problem;
-use crate::solve::layer;
 use attention_lab::np::round;
-use attention_lab::prelude::{softmax, softmax_naive, HeadOutput, MultiHeadOutput};
+use attention_lab::prelude::{HeadOutput, Mask, MultiHeadOutput, Softmax};
 use clap::Args;
 use ndarray::{concatenate, s, Array2, Axis};
 use serde_json::Value;
@@ -71,6 +71,8 @@ pub enum Mistake {
     WoWrongSide,
     /// Numbers rounded to fewer decimals than the sheet asks, before or at this step.
     EarlyRounding(usize),
+    /// On a masked sheet, the scores without the mask added: a blocked key keeps its score.
+    ForgotMask,
 }
 
 impl Mistake {
@@ -86,6 +88,7 @@ impl Mistake {
             Mistake::HeadOrder => "head-order",
             Mistake::WoWrongSide => "wo-wrong-side",
             Mistake::EarlyRounding(_) => "early-rounding",
+            Mistake::ForgotMask => "forgot-mask",
         }
     }
 
@@ -112,6 +115,11 @@ impl Mistake {
                 "numbers were rounded too early (to {d} decimal{})",
                 if d == 1 { "" } else { "s" }
             ),
+            Mistake::ForgotMask => {
+                "the mask was not added to the scores (a blocked key's score is -inf, and its \
+                 weight 0)"
+                    .into()
+            }
         }
     }
 }
@@ -172,6 +180,8 @@ pub struct Key {
     pub wv: Vec<M>,
     /// Output projection.
     pub wo: M,
+    /// A masked sheet's mask, the matrix added to the scores (`"mask"` in the key).
+    pub mask: Option<M>,
 }
 
 /// A field of a JSON object, named in the error.
@@ -223,6 +233,10 @@ impl Key {
             wk: json_matrices_field(&json, "wk")?,
             wv: json_matrices_field(&json, "wv")?,
             wo: json_matrix_field(&json, "wo")?,
+            mask: json
+                .get("mask")
+                .map(|_| json_matrix_field(&json, "mask"))
+                .transpose()?,
         };
         key.solution()?;
         Ok(key)
@@ -233,10 +247,15 @@ impl Key {
     /// # Errors
     /// The library's shape message when the key's matrices do not fit together.
     pub fn solution(&self) -> Result<MultiHeadOutput> {
-        let layer = layer(&self.wq, &self.wk, &self.wv, Some(self.wo.clone()), None)?;
-        layer
-            .forward(&self.x)
-            .map_err(|e| Error::Input(e.to_string()))
+        Problem {
+            x: self.x.clone(),
+            wq: self.wq.clone(),
+            wk: self.wk.clone(),
+            wv: self.wv.clone(),
+            wo: self.wo.clone(),
+            mask: self.mask.clone().map(Mask::additive_from),
+        }
+        .solution()
     }
 }
 
@@ -420,12 +439,32 @@ fn sqrt_dk(k: &M) -> f64 {
     (k.ncols() as f64).sqrt()
 }
 
+/// The inputs of a score step are Q, K and, on a masked sheet, the mask.
 fn scores(i: &[&M]) -> Option<M> {
-    (i[0].ncols() == i[1].ncols()).then(|| i[0].dot(&i[1].t()) / sqrt_dk(i[1]))
+    (i[0].ncols() == i[1].ncols()).then(|| masked(i[0].dot(&i[1].t()) / sqrt_dk(i[1]), i))?
+}
+
+/// `s` with the mask added when the step has one (its third input); `None` when they do not
+/// fit.
+fn masked(s: M, i: &[&M]) -> Option<M> {
+    match i.get(2) {
+        None => Some(s),
+        Some(mask) => (mask.dim() == s.dim()).then(|| s + *mask),
+    }
+}
+
+/// The inputs of a weight step are S and, on a masked sheet, the mask: there a row of `-inf`
+/// gets zero weights, as the library's masked forward pass gives.
+fn softmax_rows(i: &[&M], softmax: Softmax) -> M {
+    if i.len() > 1 {
+        softmax.apply_masked(i[0])
+    } else {
+        softmax.apply(i[0])
+    }
 }
 
 fn weights(i: &[&M]) -> Option<M> {
-    Some(softmax(i[0]))
+    Some(softmax_rows(i, Softmax::Stable))
 }
 
 fn concat(i: &[&M]) -> Option<M> {
@@ -433,26 +472,35 @@ fn concat(i: &[&M]) -> Option<M> {
     concatenate(Axis(1), &views).ok()
 }
 
-const SCORE_MISTAKES: [(Mistake, MistakeFn); 4] = [
+const SCORE_MISTAKES: [(Mistake, MistakeFn); 5] = [
     (Mistake::NoSqrtDk, |i, _| {
-        (i[0].ncols() == i[1].ncols()).then(|| i[0].dot(&i[1].t()))
+        (i[0].ncols() == i[1].ncols()).then(|| masked(i[0].dot(&i[1].t()), i))?
     }),
     (Mistake::DividedByDk, |i, _| {
-        (i[0].ncols() == i[1].ncols()).then(|| i[0].dot(&i[1].t()) / i[1].ncols() as f64)
+        (i[0].ncols() == i[1].ncols())
+            .then(|| masked(i[0].dot(&i[1].t()) / i[1].ncols() as f64, i))?
     }),
     (Mistake::KNotTransposed, |i, _| {
-        (i[0].ncols() == i[1].nrows()).then(|| i[0].dot(i[1]) / sqrt_dk(i[1]))
+        (i[0].ncols() == i[1].nrows()).then(|| masked(i[0].dot(i[1]) / sqrt_dk(i[1]), i))?
     }),
     (Mistake::KQTransposed, |i, _| {
-        (i[0].ncols() == i[1].ncols()).then(|| i[1].dot(&i[0].t()) / sqrt_dk(i[1]))
+        (i[0].ncols() == i[1].ncols()).then(|| masked(i[1].dot(&i[0].t()) / sqrt_dk(i[1]), i))?
+    }),
+    // Only a masked sheet's step has the mask to forget.
+    (Mistake::ForgotMask, |i, _| {
+        (i.len() > 2 && i[0].ncols() == i[1].ncols()).then(|| i[0].dot(&i[1].t()) / sqrt_dk(i[1]))
     }),
 ];
 
 const WEIGHT_MISTAKES: [(Mistake, MistakeFn); 2] = [
     (Mistake::SoftmaxColumns, |i, _| {
-        Some(softmax(i[0].t()).reversed_axes())
+        let columns: Vec<M> = i.iter().map(|m| m.t().to_owned()).collect();
+        let columns: Vec<&M> = columns.iter().collect();
+        Some(softmax_rows(&columns, Softmax::Stable).reversed_axes())
     }),
-    (Mistake::NaiveSoftmax, |i, _| Some(softmax_naive(i[0]))),
+    (Mistake::NaiveSoftmax, |i, _| {
+        Some(softmax_rows(i, Softmax::Naive))
+    }),
 ];
 
 /// The heads' outputs rearranged as the answer's blocks show them, when that is another order.
@@ -543,6 +591,12 @@ fn judge(c: &Check<'_>, precision: usize) -> Verdict {
     Verdict::Unexplained
 }
 
+/// A step's inputs followed by the mask, when there is one.
+fn with_mask<'m>(mut inputs: Vec<&'m M>, mask: Option<&'m M>) -> Vec<&'m M> {
+    inputs.extend(mask);
+    inputs
+}
+
 /// Judges every matrix of `sub` against `key`, in the order a student works.
 ///
 /// # Errors
@@ -552,6 +606,8 @@ pub fn grade(key: &Key, sub: &Submission) -> Result<Vec<Mark>> {
     sub.check_shapes(&solution)?;
     let mine = &sub.answers;
     let p = key.precision;
+    // A masked sheet's score and weight steps take the mask as their last input.
+    let mask = key.mask.as_ref();
     let mut marks: Vec<Mark> = Vec::new();
     let mut heads_right = Vec::new();
     // Part (a) of every head first, then part (b), as the gradebook's columns.
@@ -602,9 +658,9 @@ pub fn grade(key: &Key, sub: &Submission) -> Result<Vec<Mark>> {
                 inputs: format!("Q_{i} and K_{i}"),
                 answer: &h.scores,
                 reference: &w.scores,
-                own: vec![&h.q, &h.k],
+                own: with_mask(vec![&h.q, &h.k], mask),
                 own_right: q_ok && k_ok,
-                given: vec![&w.q, &w.k],
+                given: with_mask(vec![&w.q, &w.k], mask),
                 step: scores,
                 mistakes: &SCORE_MISTAKES,
             },
@@ -614,9 +670,9 @@ pub fn grade(key: &Key, sub: &Submission) -> Result<Vec<Mark>> {
                 inputs: format!("S_{i}"),
                 answer: &h.weights,
                 reference: &w.weights,
-                own: vec![&h.scores],
+                own: with_mask(vec![&h.scores], mask),
                 own_right: false, // set below from S's verdict
-                given: vec![&w.scores],
+                given: with_mask(vec![&w.scores], mask),
                 step: weights,
                 mistakes: &WEIGHT_MISTAKES,
             },

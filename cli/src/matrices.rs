@@ -4,7 +4,8 @@
 use crate::error::{Error, Result};
 use crate::problem;
 use attention_lab::np::NpArray;
-use ndarray::{Array2, ArrayD, Ix2};
+use attention_lab::prelude::Mask;
+use ndarray::{Array1, Array2, ArrayD, Ix2};
 use ndarray_npy::{ReadNpyError, ReadNpyExt};
 use std::path::Path;
 
@@ -195,15 +196,22 @@ pub fn matrix(flag: &str, value: &str) -> Result<Array2<f64>> {
     if value.starts_with('[') {
         return json_matrix(value).map_err(|problem| Error::at(flag, problem));
     }
+    two_d(flag, value, npy(flag, value)?.to_f64())
+}
+
+/// The .npy file given to `flag`, refusing an empty value.
+fn npy(flag: &str, value: &str) -> Result<NpArray> {
     if value.is_empty() {
         return Err(Error::at(
             flag,
             "empty value (expected a .npy path or a JSON matrix)",
         ));
     }
-    let a = read_npy(Path::new(value))
-        .map_err(|e| Error::at(flag, e))?
-        .to_f64();
+    read_npy(Path::new(value)).map_err(|e| Error::at(flag, e))
+}
+
+/// `a` as a matrix, or the error naming the flag, the file and its shape.
+fn two_d<T>(flag: &str, value: &str, a: ArrayD<T>) -> Result<Array2<T>> {
     let shape = a.shape().to_vec();
     a.into_dimensionality::<Ix2>().map_err(|_| {
         Error::at(
@@ -214,6 +222,138 @@ pub fn matrix(flag: &str, value: &str) -> Result<Array2<f64>> {
             ),
         )
     })
+}
+
+/// A mask given to `flag` (`solve --mask`): booleans, where `true` means *blocked* as in
+/// `nn.MultiheadAttention` (`[[false, true], [false, false]]` or a bool .npy), or floats
+/// added to the scores (`[[0, "-Infinity"], [0, -1.5]]` or a float64/float32 .npy).
+///
+/// ```
+/// use attention_lab_cli::matrices::mask;
+/// assert!(mask("--mask", "[[false, true]]").unwrap().is_blocked(0, 1));
+/// assert_eq!(mask("--mask", "[[0, -1.5]]").unwrap().additive()[[0, 1]], -1.5);
+/// ```
+///
+/// # Errors
+/// A [`Error`] naming the flag when the value is not a 2-D matrix of booleans or of numbers,
+/// or is an integer .npy (which PyTorch refuses too: 1 could mean blocked or added).
+pub fn mask(flag: &str, value: &str) -> Result<Mask> {
+    if value.starts_with('[') {
+        let json: serde_json::Value = serde_json::from_str(value)
+            .map_err(|e| Error::at(flag, format!("invalid JSON: {e}")))?;
+        let booleans = json
+            .get(0)
+            .and_then(|row| row.get(0))
+            .is_some_and(serde_json::Value::is_boolean);
+        return if booleans {
+            grid_from_json(&json, serde_json::Value::as_bool, "true or false")
+                .map(|blocked| Mask::from_blocked(&blocked))
+        } else {
+            matrix_from_json(&json).map(Mask::additive_from)
+        }
+        .map_err(|problem| Error::at(flag, problem));
+    }
+    match npy(flag, value)? {
+        NpArray::Bool(blocked) => Ok(Mask::from_blocked(&two_d(flag, value, blocked)?)),
+        a @ (NpArray::F64(_) | NpArray::F32(_)) => {
+            Ok(Mask::additive_from(two_d(flag, value, a.to_f64())?))
+        }
+        a => Err(Error::at(
+            format!("{flag}: {value}"),
+            format!(
+                "a mask of dtype {} is ambiguous: give bool (True = blocked) or float (added \
+                 to the scores)",
+                a.dtype()
+            ),
+        )),
+    }
+}
+
+/// A key padding mask given to `flag` (`solve --padding`): one boolean per key token, `true`
+/// for padding, as a row of PyTorch's `key_padding_mask` (`[false, false, true]` or a 1-D
+/// bool .npy).
+///
+/// ```
+/// use attention_lab_cli::matrices::padding;
+/// assert_eq!(padding("--padding", "[false, true]").unwrap(), vec![false, true]);
+/// assert!(padding("--padding", "[0, 1]").is_err());
+/// ```
+///
+/// # Errors
+/// A [`Error`] naming the flag when the value is not a list of booleans.
+pub fn padding(flag: &str, value: &str) -> Result<Vec<bool>> {
+    let expected = "expected a list of booleans, one per key token (true = padding)";
+    if value.starts_with('[') {
+        let json: serde_json::Value = serde_json::from_str(value)
+            .map_err(|e| Error::at(flag, format!("invalid JSON: {e}")))?;
+        let list = json.as_array().ok_or_else(|| Error::at(flag, expected))?;
+        return list
+            .iter()
+            .enumerate()
+            .map(|(j, v)| {
+                v.as_bool()
+                    .ok_or_else(|| Error::at(flag, format!("{expected}, but element [{j}] is {v}")))
+            })
+            .collect();
+    }
+    match npy(flag, value)? {
+        NpArray::Bool(a) if a.ndim() == 1 => Ok(a.iter().copied().collect()),
+        a => Err(Error::at(
+            format!("{flag}: {value}"),
+            format!(
+                "{expected}; got dtype {} and shape {}",
+                a.dtype(),
+                attention_lab::np::shape_repr(a.shape())
+            ),
+        )),
+    }
+}
+
+/// A bias given to `flag` (`solve --bq`): a JSON list of numbers (`[0.1, -0.2]`), a matrix of
+/// one row, or a .npy file of either shape.
+///
+/// ```
+/// use attention_lab_cli::matrices::vector;
+/// assert_eq!(vector("--bq", "[0.5, 1]").unwrap().to_vec(), vec![0.5, 1.0]);
+/// assert_eq!(vector("--bq", "[[0.5, 1]]").unwrap().len(), 2);
+/// ```
+///
+/// # Errors
+/// A [`Error`] naming the flag when the value is not one row of numbers.
+pub fn vector(flag: &str, value: &str) -> Result<Array1<f64>> {
+    let row = if value.starts_with('[') {
+        let json: serde_json::Value = serde_json::from_str(value)
+            .map_err(|e| Error::at(flag, format!("invalid JSON: {e}")))?;
+        // A flat list is one row.
+        let flat = json
+            .as_array()
+            .is_some_and(|l| l.first().is_some_and(|v| !v.is_array()));
+        let json = if flat {
+            serde_json::Value::Array(vec![json])
+        } else {
+            json
+        };
+        matrix_from_json(&json).map_err(|problem| Error::at(flag, problem))?
+    } else {
+        let a = npy(flag, value)?.to_f64();
+        let a = if a.ndim() == 1 {
+            a.insert_axis(ndarray::Axis(0))
+        } else {
+            a
+        };
+        two_d(flag, value, a)?
+    };
+    if row.nrows() != 1 {
+        return Err(Error::at(
+            flag,
+            format!(
+                "a bias is one row of numbers, but this is {}x{}",
+                row.nrows(),
+                row.ncols()
+            ),
+        ));
+    }
+    Ok(row.row(0).to_owned())
 }
 
 /// Parses `[[1, 2], [3, 4]]` into a matrix; the error says which element or row is wrong.
@@ -238,6 +378,24 @@ pub fn json_matrix(value: &str) -> Result<Array2<f64>> {
 /// # Errors
 /// Which element or row is wrong, or that the matrix is empty.
 pub fn matrix_from_json(json: &serde_json::Value) -> Result<Array2<f64>> {
+    let number = |v: &serde_json::Value| {
+        v.as_f64().or_else(|| match v.as_str() {
+            Some("NaN") => Some(f64::NAN),
+            Some("Infinity") => Some(f64::INFINITY),
+            Some("-Infinity") => Some(f64::NEG_INFINITY),
+            _ => None,
+        })
+    };
+    grid_from_json(json, number, "a number")
+}
+
+/// A matrix from parsed JSON rows whose every element `element` reads (`what` names what it
+/// reads, for the error).
+fn grid_from_json<T>(
+    json: &serde_json::Value,
+    element: impl Fn(&serde_json::Value) -> Option<T>,
+    what: &str,
+) -> Result<Array2<T>> {
     let rows = json.as_array().ok_or("expected a JSON list of rows")?;
     let mut flat = Vec::new();
     let mut cols = None;
@@ -253,15 +411,7 @@ pub fn matrix_from_json(json: &serde_json::Value) -> Result<Array2<f64>> {
             ));
         }
         for (j, v) in row.iter().enumerate() {
-            let x = v
-                .as_f64()
-                .or_else(|| match v.as_str() {
-                    Some("NaN") => Some(f64::NAN),
-                    Some("Infinity") => Some(f64::INFINITY),
-                    Some("-Infinity") => Some(f64::NEG_INFINITY),
-                    _ => None,
-                })
-                .ok_or_else(|| problem!("element [{i}][{j}] is not a number: {v}"))?;
+            let x = element(v).ok_or_else(|| problem!("element [{i}][{j}] is not {what}: {v}"))?;
             flat.push(x);
         }
     }

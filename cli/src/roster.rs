@@ -9,7 +9,7 @@ use crate::error::{io_problem, io_text, warn, write_file, Error, Result};
 use crate::exercise::{draw, sheet, ExerciseArgs, Format, Layout};
 use crate::grade::safe_id;
 use crate::problem;
-use crate::solve::{layer, to_json};
+use crate::solve::{matrix_json, to_json};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use std::path::{Path, PathBuf};
@@ -210,22 +210,31 @@ fn tex_text(s: &str) -> String {
 }
 
 /// The machine-readable key: the student, the options, the given matrices and, under
-/// `"solution"`, exactly what `solve --json` writes for them.
+/// `"solution"`, exactly what `solve --json` writes for them. A masked sheet's key also has
+/// `"causal"` and `"padding"` after `"precision"`, and `"mask"` (the matrix added to the
+/// scores, as in `solve --json`) after `"wo"`; an unmasked key has neither.
 fn key_json(args: &ExerciseArgs, student: &Student, seed: u32) -> Result<String> {
     let p = draw(args, seed)?;
-    let layer = layer(&p.wq, &p.wk, &p.wv, Some(p.wo.clone()), None)?;
-    let out = layer
-        .forward(&p.x)
-        .map_err(|e| Error::Input(e.to_string()))?;
+    let out = p.solution()?;
     let list = |ms: &[ndarray::Array2<f64>]| {
-        let each: Vec<String> = ms.iter().map(crate::solve::matrix_json).collect();
+        let each: Vec<String> = ms.iter().map(matrix_json).collect();
         format!("[{}]", each.join(", "))
     };
     let string = |s: &str| serde_json::Value::from(s).to_string();
+    let (options, mask) = match &p.mask {
+        Some(mask) => (
+            format!(
+                "\"causal\": {}, \"padding\": {}, ",
+                args.causal, args.padding
+            ),
+            format!("\"mask\": {}, ", matrix_json(mask.additive())),
+        ),
+        None => (String::new(), String::new()),
+    };
     Ok(format!(
         "{{\"student\": {}, \"name\": {}, \"seed\": {seed}, \"tokens\": {}, \"dim\": {}, \
-         \"heads\": {}, \"dk\": {}, \"decimals\": {}, \"precision\": {}, \"x\": {}, \
-         \"wq\": {}, \"wk\": {}, \"wv\": {}, \"wo\": {}, \"solution\": {}}}\n",
+         \"heads\": {}, \"dk\": {}, \"decimals\": {}, \"precision\": {}, {options}\"x\": {}, \
+         \"wq\": {}, \"wk\": {}, \"wv\": {}, \"wo\": {}, {mask}\"solution\": {}}}\n",
         string(&student.id),
         string(&student.name),
         args.tokens,
@@ -234,12 +243,12 @@ fn key_json(args: &ExerciseArgs, student: &Student, seed: u32) -> Result<String>
         args.dk,
         args.decimals,
         args.precision,
-        crate::solve::matrix_json(&p.x),
+        matrix_json(&p.x),
         list(&p.wq),
         list(&p.wk),
         list(&p.wv),
-        crate::solve::matrix_json(&p.wo),
-        to_json(&out)
+        matrix_json(&p.wo),
+        to_json(&out, p.mask.as_ref())
     ))
 }
 

@@ -2,11 +2,11 @@
 //! step as a NumPy worked example prints it, or every intermediate as JSON.
 
 use crate::error::{print, Error, Result};
-use crate::matrices::{matrix, split_list};
+use crate::matrices::{mask, matrix, padding, split_list, vector};
 use attention_lab::np::{array_str, PrintOptions};
-use attention_lab::prelude::{Head, MultiHead, MultiHeadOutput, Softmax};
+use attention_lab::prelude::{AttentionError, Head, Mask, MultiHead, MultiHeadOutput, Softmax};
 use clap::{Args, ValueEnum};
-use ndarray::Array2;
+use ndarray::{Array1, Array2};
 
 /// Arguments of `attention-lab solve`.
 #[derive(Debug, Args)]
@@ -17,7 +17,11 @@ use ndarray::Array2;
     A value that starts with '[' is a JSON matrix, anything else a .npy path; several heads'\n\
     matrices are separated by commas (or the flag is repeated). With --json every\n\
     intermediate is written at full precision; NaN and infinities, which JSON cannot hold,\n\
-    are written as the strings \"NaN\", \"Infinity\" and \"-Infinity\"."
+    are written as the strings \"NaN\", \"Infinity\" and \"-Infinity\".\n\n\
+    Masked, cross-attention and biases (a blocked score is -inf, a fully masked row gets zero\n\
+    weights; --mask booleans mean blocked where true, as nn.MultiheadAttention):\n  \
+    attention-lab solve --x dec.npy --kv enc.npy --wq q.npy --wk k.npy --wv v.npy \\\n      \
+    --padding '[false,false,true]' --bq '[0.1,0.2]' --wo wo.npy --bo '[0,1]'"
 )]
 pub struct SolveArgs {
     /// The input X, one row per token.
@@ -50,6 +54,35 @@ pub struct SolveArgs {
     /// Write every intermediate as JSON at full precision instead of the printed steps.
     #[arg(long)]
     pub json: bool,
+    /// Mask the future: query token i attends only to keys 0..=i (a decoder's mask).
+    #[arg(long)]
+    pub causal: bool,
+    /// A mask over the scores, queries x keys: booleans with true = blocked (as
+    /// nn.MultiheadAttention's attn_mask, a bool .npy or [[false,true],...]), or floats added
+    /// to the scores (a float .npy or [[0,"-Infinity"],...]).
+    #[arg(long, value_name = "M")]
+    pub mask: Option<String>,
+    /// Key padding: one boolean per key token, true = padding (a row of PyTorch's
+    /// key_padding_mask), as [false,false,true] or a 1-D bool .npy.
+    #[arg(long, value_name = "[false,true,...]")]
+    pub padding: Option<String>,
+    /// Cross-attention: keys and values from this other sequence (one row per token), or
+    /// KEY,VALUE to take them from two (kdim and vdim columns, the rows of W_K and W_V).
+    #[arg(long, value_name = "MEMORY|KEY,VALUE")]
+    pub kv: Option<String>,
+    /// The bias b_Q of each head (comma-separated or repeated, [0.1,0.2] or .npy), or one to
+    /// split with --split. A missing --bq, --bk or --bv is zero when another is given.
+    #[arg(long, value_name = "B[,B...]")]
+    pub bq: Vec<String>,
+    /// The bias b_K of each head, as --bq.
+    #[arg(long, value_name = "B[,B...]")]
+    pub bk: Vec<String>,
+    /// The bias b_V of each head, as --bq.
+    #[arg(long, value_name = "B[,B...]")]
+    pub bv: Vec<String>,
+    /// The output bias b_O: output = Z W_O + b_O (needs --wo).
+    #[arg(long, value_name = "B", requires = "wo")]
+    pub bo: Option<String>,
 }
 
 /// The `--softmax` choices.
@@ -85,17 +118,229 @@ fn solve(args: &SolveArgs) -> Result<String> {
     let wk = matrices("--wk", &args.wk)?;
     let wv = matrices("--wv", &args.wv)?;
     let wo = args.wo.as_deref().map(|w| matrix("--wo", w)).transpose()?;
-    let layer = layer(&wq, &wk, &wv, wo, args.split)?.with_softmax(args.softmax.into());
-    let out = layer.forward(&x).map_err(|e| Error::Input(e.to_string()))?;
+    let (key, value) = match args.kv.as_deref() {
+        None => (x.clone(), x.clone()),
+        Some(kv) => match split_list(kv)[..] {
+            [both] => {
+                let m = matrix("--kv", both)?;
+                (m.clone(), m)
+            }
+            [key, value] => (matrix("--kv", key)?, matrix("--kv", value)?),
+            ref more => {
+                return Err(Error::at(
+                    "--kv",
+                    format!(
+                        "{} matrices given; give one (keys and values) or two (keys, values)",
+                        more.len()
+                    ),
+                ))
+            }
+        },
+    };
+    let layer = layer(&wq, &wk, &wv, wo, args.split, args.kv.is_some())?;
+    let biases = [("--bq", &args.bq), ("--bk", &args.bk), ("--bv", &args.bv)]
+        .map(|(flag, values)| vectors(flag, values));
+    let [bq, bk, bv] = biases;
+    let bo = args.bo.as_deref().map(|b| vector("--bo", b)).transpose()?;
+    let layer = with_biases(layer, [bq?, bk?, bv?], bo, args.split.is_some())?
+        .with_softmax(args.softmax.into());
+    let padded = args
+        .padding
+        .as_deref()
+        .map(|p| padding("--padding", p))
+        .transpose()?;
+    let given = args
+        .mask
+        .as_deref()
+        .map(|m| mask("--mask", m))
+        .transpose()?;
+    let input = |flag: &str, m: &Array2<f64>| format!("{flag} is {}x{}", m.nrows(), m.ncols());
+    let kv_flag = if args.kv.is_some() { "--kv" } else { "--x" };
+    let mask = combined_mask(
+        args.causal,
+        padded.as_deref(),
+        given,
+        (&input("--x", &x), x.nrows()),
+        (&input(kv_flag, &key), key.nrows()),
+    )?;
+    let out = layer
+        .forward_cross(&x, &key, &value, mask.as_ref())
+        .map_err(|e| Error::Input(e.to_string()))?;
     if args.json {
-        return Ok(format!("{}\n", to_json(&out)));
+        return Ok(format!("{}\n", to_json(&out, mask.as_ref())));
     }
     let opts = PrintOptions {
         precision: args.precision,
         suppress: args.suppress,
         ..PrintOptions::NUMPY
     };
-    Ok(print_steps(&out, &opts))
+    Ok(print_steps(&out, mask.as_ref(), &opts))
+}
+
+/// The mask of a problem from its parts, all of them applied (blocked where any blocks):
+/// `causal`, the key padding `padded` (true = padding) and a `given` mask. `queries` and
+/// `keys` are the inputs' descriptions for the errors (`--x is 2x4`) and their token counts.
+/// `solve` and `exercise` both build their masks here.
+///
+/// ```
+/// use attention_lab_cli::solve::combined_mask;
+///
+/// let x = ("--x is 2x4", 2);
+/// let mask = combined_mask(true, Some(&[false, true]), None, x, x).unwrap().unwrap();
+/// assert!(mask.is_blocked(0, 1) && mask.is_blocked(1, 1) && !mask.is_blocked(1, 0));
+/// assert!(combined_mask(false, Some(&[false]), None, x, x).is_err());
+/// ```
+///
+/// # Errors
+/// A [`Error`] naming the flag when a part does not fit the queries x keys scores.
+pub fn combined_mask(
+    causal: bool,
+    padded: Option<&[bool]>,
+    given: Option<Mask>,
+    queries: (&str, usize),
+    keys: (&str, usize),
+) -> Result<Option<Mask>> {
+    let (nq, nk) = (queries.1, keys.1);
+    let mut parts = Vec::new();
+    if causal {
+        if nq != nk {
+            return Err(Error::at(
+                "--causal",
+                format!(
+                    "needs as many key tokens as query tokens, but {} and {}",
+                    queries.0, keys.0
+                ),
+            ));
+        }
+        parts.push(Mask::causal(nq));
+    }
+    if let Some(padded) = padded {
+        if padded.len() != nk {
+            return Err(Error::at(
+                "--padding",
+                format!(
+                    "{} entries but there are {nk} key tokens ({})",
+                    padded.len(),
+                    keys.0
+                ),
+            ));
+        }
+        parts.push(Mask::key_padding(nq, padded));
+    }
+    if let Some(given) = given {
+        let (rows, cols) = given.additive().dim();
+        if (rows, cols) != (nq, nk) {
+            return Err(Error::at(
+                "--mask",
+                format!(
+                    "the mask is {rows}x{cols} but the scores are {nq}x{nk} (one row per query \
+                     token, {}; one column per key token, {})",
+                    queries.0, keys.0
+                ),
+            ));
+        }
+        parts.push(given);
+    }
+    let mut parts = parts.into_iter();
+    let Some(first) = parts.next() else {
+        return Ok(None);
+    };
+    // Every part was checked to be queries x keys, so `and` cannot fail.
+    parts
+        .try_fold(first, |all, part| all.and(&part))
+        .map(Some)
+        .map_err(|e| Error::Input(e.to_string()))
+}
+
+/// Every bias given to a repeatable, comma-separated flag, in order.
+fn vectors(flag: &str, values: &[String]) -> Result<Vec<Array1<f64>>> {
+    values
+        .iter()
+        .flat_map(|v| split_list(v))
+        .map(|v| vector(flag, v))
+        .collect()
+}
+
+/// The layer with the biases given: one per head, or one per flag split like the weights
+/// with `split`; a flag not given is zero when another is. `b_O` needs W_O (clap checks).
+///
+/// # Errors
+/// A [`Error`] naming the flag when the count of biases is wrong, or the library's shape
+/// message naming the head.
+fn with_biases(
+    layer: MultiHead,
+    biases: [Vec<Array1<f64>>; 3],
+    bo: Option<Array1<f64>>,
+    split: bool,
+) -> Result<MultiHead> {
+    let attention = |e: AttentionError| Error::Input(e.to_string());
+    let flags = ["--bq", "--bk", "--bv"];
+    let h = layer.heads().len();
+    let mut layer = layer;
+    if biases.iter().any(|b| !b.is_empty()) {
+        let want = if split { 1 } else { h };
+        for (flag, b) in flags.iter().zip(&biases) {
+            if !b.is_empty() && b.len() != want {
+                let what = if split {
+                    "--split takes one bias to split".to_string()
+                } else {
+                    format!("--wq has {h} (one per head)")
+                };
+                return Err(Error::at(
+                    flag,
+                    format!("{} biases given but {what}", b.len()),
+                ));
+            }
+        }
+        let heads = layer
+            .heads()
+            .iter()
+            .enumerate()
+            .map(|(i, head)| {
+                let widths = [head.wq().ncols(), head.wk().ncols(), head.wv().ncols()];
+                let mut own = [0, 1, 2].map(|m| Array1::zeros(widths[m]));
+                for m in 0..3 {
+                    let Some(b) = biases[m].get(if split { 0 } else { i }) else {
+                        continue;
+                    };
+                    own[m] = if split {
+                        let total = widths[m] * h;
+                        if b.len() != total {
+                            return Err(Error::at(
+                                flags[m],
+                                format!(
+                                    "{} entries but the matrix to split has {total} columns \
+                                     (one entry per column)",
+                                    b.len()
+                                ),
+                            ));
+                        }
+                        b.slice(ndarray::s![i * widths[m]..(i + 1) * widths[m]])
+                            .to_owned()
+                    } else {
+                        b.clone()
+                    };
+                }
+                let [bq, bk, bv] = own;
+                head.clone().with_biases(bq, bk, bv).map_err(|e| {
+                    // The library names the bias (b_Q, b_K, b_V); the user knows its flag.
+                    let m = match &e {
+                        AttentionError::Mismatch { left, .. } => ["b_Q", "b_K", "b_V"]
+                            .iter()
+                            .position(|n| *n == left.name)
+                            .unwrap_or(0),
+                        _ => 0,
+                    };
+                    Error::at(flags[m], format!("head {}: {e}", i + 1))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        layer = MultiHead::new(heads, layer.wo().cloned()).map_err(attention)?;
+    }
+    match bo {
+        Some(bo) => layer.with_output_bias(bo).map_err(|e| Error::at("--bo", e)),
+        None => Ok(layer),
+    }
 }
 
 /// Every matrix given to a repeatable, comma-separated flag, in order.
@@ -107,7 +352,8 @@ fn matrices(flag: &str, values: &[String]) -> Result<Vec<Array2<f64>>, Error> {
         .collect()
 }
 
-/// The layer from one W_Q/W_K/W_V per head, or from one of each split into `split` heads.
+/// The layer from one W_Q/W_K/W_V per head, or from one of each split into `split` heads;
+/// with `cross`, heads of cross-attention (W_K and W_V with the rows of the other sequence).
 ///
 /// # Errors
 /// A [`Error`] naming the flag when the counts of matrices disagree, or the library's
@@ -118,9 +364,16 @@ pub fn layer(
     wv: &[Array2<f64>],
     wo: Option<Array2<f64>>,
     split: Option<usize>,
+    cross: bool,
 ) -> Result<MultiHead> {
-    let attention = |e: attention_lab::prelude::AttentionError| Error::Input(e.to_string());
+    let attention = |e: AttentionError| Error::Input(e.to_string());
     if let Some(h) = split {
+        if cross {
+            return Err(Error::at(
+                "--split",
+                "not with --kv: give W_Q, W_K and W_V of each head",
+            ));
+        }
         for (flag, ws) in [("--wq", wq), ("--wk", wk), ("--wv", wv)] {
             if ws.len() != 1 {
                 return Err(Error::at(
@@ -149,7 +402,9 @@ pub fn layer(
     // Head::new cannot know which head it builds; say it here.
     let heads = (0..wq.len())
         .map(|i| {
-            Head::new(wq[i].clone(), wk[i].clone(), wv[i].clone())
+            // Cross-attention's W_K and W_V have the rows of the other sequence.
+            let head = if cross { Head::cross } else { Head::new };
+            head(wq[i].clone(), wk[i].clone(), wv[i].clone())
                 .map_err(|e| Error::Input(format!("head {}: {e}", i + 1)))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -186,7 +441,13 @@ pub struct Step<'a> {
 pub type Labels = (String, String);
 
 /// The labels of every step, in order; kept apart from [`steps`] so the steps can borrow them.
-pub fn labels(out: &MultiHeadOutput) -> Vec<Labels> {
+/// With `masked`, the scores are labelled with the mask added (`+ mask`, `+ M`).
+pub fn labels(out: &MultiHeadOutput, masked: bool) -> Vec<Labels> {
+    let (plus, plus_tex) = if masked {
+        (" + mask", " + M")
+    } else {
+        ("", "")
+    };
     let mut labels = Vec::new();
     for (n, head) in out.heads.iter().enumerate() {
         let i = n + 1;
@@ -196,8 +457,8 @@ pub fn labels(out: &MultiHeadOutput) -> Vec<Labels> {
             (format!("K_{i}"), format!("K_{i}")),
             (format!("V_{i}"), format!("V_{i}")),
             (
-                format!("scores = Q_{i} K_{i}^T / sqrt({dk})"),
-                format!("S_{i} = Q_{i} K_{i}^\\top / \\sqrt{{{dk}}}"),
+                format!("scores = Q_{i} K_{i}^T / sqrt({dk}){plus}"),
+                format!("S_{i} = Q_{i} K_{i}^\\top / \\sqrt{{{dk}}}{plus_tex}"),
             ),
             (
                 "weights = softmax(scores)".to_string(),
@@ -252,11 +513,39 @@ pub fn steps<'a>(out: &'a MultiHeadOutput, labels: &'a [Labels]) -> Vec<Step<'a>
         .collect()
 }
 
+/// Whether `mask` only blocks (0 or -inf everywhere), so it reads as booleans.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// use attention_lab_cli::solve::is_boolean;
+///
+/// assert!(is_boolean(&Mask::causal(3)));
+/// assert!(!is_boolean(&Mask::additive_from(array![[0.0, -1.5]])));
+/// ```
+pub fn is_boolean(mask: &Mask) -> bool {
+    mask.additive()
+        .iter()
+        .all(|&a| a == 0.0 || a == f64::NEG_INFINITY)
+}
+
 /// The worked solution as `print("label:\n", M)` prints each step, a blank line after each
-/// head and before the concatenation.
-fn print_steps(out: &MultiHeadOutput, opts: &PrintOptions) -> String {
-    let labels = labels(out);
+/// head and before the concatenation; a mask first, as booleans (True = blocked) when it
+/// only blocks, else as the numbers added to the scores.
+fn print_steps(out: &MultiHeadOutput, mask: Option<&Mask>, opts: &PrintOptions) -> String {
+    let labels = labels(out, mask.is_some());
     let mut text = String::new();
+    if let Some(mask) = mask {
+        let (label, shown) = if is_boolean(mask) {
+            let blocked = mask.additive().mapv(|a| a == f64::NEG_INFINITY);
+            ("Mask (True = blocked)", array_str(&blocked, opts))
+        } else {
+            (
+                "Mask (added to the scores)",
+                array_str(mask.additive(), opts),
+            )
+        };
+        text.push_str(&format!("{label}:\n {shown}\n\n"));
+    }
     let mut last_part = None;
     for step in steps(out, &labels) {
         // Part (b) ends each head; a new head or the concatenation follows.
@@ -274,9 +563,10 @@ fn print_steps(out: &MultiHeadOutput, opts: &PrintOptions) -> String {
 }
 
 /// Every intermediate at full precision: `{"heads": [{"q", "k", "v", "scores", "weights",
-/// "z"}], "concat", "output"}`, `output` being null without W_O. Written by hand to keep
-/// this key order (serde_json's maps sort their keys).
-pub fn to_json(out: &MultiHeadOutput) -> String {
+/// "z"}], "concat", "output"}`, `output` being null without W_O, and with a mask `"mask"`
+/// first: the matrix added to the scores (0 or "-Infinity" where blocked). Written by hand to
+/// keep this key order (serde_json's maps sort their keys).
+pub fn to_json(out: &MultiHeadOutput, mask: Option<&Mask>) -> String {
     let heads: Vec<String> = out
         .heads
         .iter()
@@ -300,8 +590,11 @@ pub fn to_json(out: &MultiHeadOutput) -> String {
         .output
         .as_ref()
         .map_or_else(|| "null".to_string(), matrix_json);
+    let mask = mask.map_or_else(String::new, |m| {
+        format!("\"mask\": {}, ", matrix_json(m.additive()))
+    });
     format!(
-        "{{\"heads\": [{}], \"concat\": {}, \"output\": {output}}}",
+        "{{{mask}\"heads\": [{}], \"concat\": {}, \"output\": {output}}}",
         heads.join(", "),
         matrix_json(&out.concat)
     )

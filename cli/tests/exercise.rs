@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use tools_common::{assert_help_has_example, data, fails, run, usage_error};
 
 /// The stored sheets: file name and the options after `exercise`.
-const SHEETS: [(&str, &[&str]); 4] = [
+const SHEETS: [(&str, &[&str]); 6] = [
     ("seed7.md", &["--seed", "7"]),
     ("seed7_answers.md", &["--seed", "7", "--answers"]),
     (
@@ -35,6 +35,33 @@ const SHEETS: [(&str, &[&str]); 4] = [
             "--decimals",
             "2",
             "--answers",
+        ],
+    ),
+    (
+        "seed7_causal_answers.md",
+        &["--seed", "7", "--causal", "--answers"],
+    ),
+    (
+        "seed2026_wide_decoder_answers.tex",
+        &[
+            "--seed",
+            "2026",
+            "--tokens",
+            "3",
+            "--dim",
+            "5",
+            "--heads",
+            "3",
+            "--dk",
+            "2",
+            "--decimals",
+            "2",
+            "--causal",
+            "--padding",
+            "1",
+            "--answers",
+            "--format",
+            "tex",
         ],
     ),
 ];
@@ -97,9 +124,14 @@ fn matrices(text: &str) -> Named {
     found
 }
 
+/// The numbers of a matrix on a sheet; a masked score is `-\infty`.
 fn numbers(rows: &[Vec<String>]) -> Vec<Vec<f64>> {
+    let number = |t: &String| match t.as_str() {
+        "-\\infty" => f64::NEG_INFINITY,
+        t => t.parse().unwrap(),
+    };
     rows.iter()
-        .map(|r| r.iter().map(|t| t.parse().unwrap()).collect())
+        .map(|r| r.iter().map(number).collect())
         .collect()
 }
 
@@ -196,62 +228,114 @@ fn answer_names(heads: usize) -> Vec<(Option<usize>, &'static str, String)> {
     names
 }
 
-#[test]
-fn exercise_answer_key_equals_solve() {
-    for (sheet, draws_file, heads) in [
-        ("seed7_answers.md", "seed7.draws.json", 2),
-        ("seed2026_wide_answers.md", "seed2026_wide.draws.json", 3),
-    ] {
-        let args = SHEETS.iter().find(|(n, _)| *n == sheet).unwrap().1;
-        let (_, key) = sheet_parts(&exercise(args));
-        let numpy = draws(draws_file);
-        let dir = data("exercise");
+/// The answer key of the stored sheet `sheet` (NumPy's draws in `draws_file`) holds the
+/// numbers `solve` computes with `flags` (the mask's options), and a masked sheet states the
+/// mask solve applies.
+fn assert_key_equals_solve(sheet: &str, draws_file: &str, heads: usize, flags: &[&str]) {
+    let args = SHEETS.iter().find(|(n, _)| *n == sheet).unwrap().1;
+    let (given, key) = sheet_parts(&exercise(args));
+    let numpy = draws(draws_file);
+    let dir = data("exercise");
 
-        // The numbers agree with solve --json to the printed precision (4 decimals).
-        let r = run(&dir, &solve_args(&numpy, &["--json"]));
-        assert_eq!(r.status, 0, "{}", r.stderr);
-        let json: Value = serde_json::from_str(&r.stdout).unwrap();
-        let names = answer_names(heads);
-        assert_eq!(key.len(), names.len(), "{sheet}: {:?}", key.keys());
-        for (head, field, name) in &names {
-            let exact = match head {
-                Some(h) => json_matrix(&json["heads"][h][field]),
-                None => json_matrix(&json[field]),
-            };
-            let shown = numbers(&key[name]);
-            assert_eq!(shown.len(), exact.len(), "{sheet}: {name}");
-            for (a, b) in shown.iter().flatten().zip(exact.iter().flatten()) {
-                assert!(
-                    (a - b).abs() <= 0.5e-4 + 1e-12,
-                    "{sheet}: {name}: {a} vs {b}"
-                );
-            }
+    // The numbers agree with solve --json to the printed precision (4 decimals).
+    let mut json_flags = flags.to_vec();
+    json_flags.push("--json");
+    let r = run(&dir, &solve_args(&numpy, &json_flags));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let json: Value = serde_json::from_str(&r.stdout).unwrap();
+    let names = answer_names(heads);
+    assert_eq!(key.len(), names.len(), "{sheet}: {:?}", key.keys());
+    let exact_numbers = |v: &Value| -> Vec<Vec<f64>> {
+        let rows: Vec<Vec<Value>> = serde_json::from_value(v.clone()).unwrap();
+        rows.iter()
+            .map(|r| {
+                r.iter()
+                    .map(|x| x.as_f64().unwrap_or(f64::NEG_INFINITY))
+                    .collect()
+            })
+            .collect()
+    };
+    let close = |a: f64, b: f64| a == b || (a - b).abs() <= 0.5e-4 + 1e-12;
+    match given.get("M") {
+        None => assert!(json.get("mask").is_none(), "{sheet}: no mask stated"),
+        Some(m) => {
+            let exact = exact_numbers(&json["mask"]);
+            assert_eq!(numbers(m), exact, "{sheet}: M is solve's mask");
+            assert!(exact.iter().flatten().any(|x| x.is_infinite()), "{sheet}");
         }
-
-        // And they are exactly the numbers `solve --precision 4 --suppress` prints.
-        let r = run(
-            &dir,
-            &solve_args(&numpy, &["--precision", "4", "--suppress"]),
-        );
-        assert_eq!(r.status, 0, "{}", r.stderr);
-        let printed: Vec<String> = r
-            .stdout
-            .lines()
-            .filter(|l| !l.ends_with(':'))
-            .flat_map(|l| l.split(|c: char| c.is_whitespace() || c == '[' || c == ']'))
-            .filter(|t| !t.is_empty())
-            .map(|t| t.strip_suffix('.').unwrap_or(t).to_string())
-            .collect();
-        let order: Vec<String> = names.iter().map(|n| n.2.clone()).collect();
-        // solve prints per head Q K V S A Z; the key groups the same matrices by part.
-        let in_solve_order: Vec<String> = order
-            .iter()
-            .flat_map(|name| key[name].iter().flatten().cloned())
-            .collect();
-        assert_eq!(in_solve_order, printed, "{sheet}");
     }
+    for (head, field, name) in &names {
+        let exact = match head {
+            Some(h) => exact_numbers(&json["heads"][h][field]),
+            None => exact_numbers(&json[field]),
+        };
+        let shown = numbers(&key[name]);
+        assert_eq!(shown.len(), exact.len(), "{sheet}: {name}");
+        for (a, b) in shown.iter().flatten().zip(exact.iter().flatten()) {
+            assert!(close(*a, *b), "{sheet}: {name}: {a} vs {b}");
+        }
+    }
+
+    // And they are exactly the numbers `solve --precision 4 --suppress` prints, after the
+    // mask it prints first (a block of its own).
+    let mut print_flags = flags.to_vec();
+    print_flags.extend(["--precision", "4", "--suppress"]);
+    let r = run(&dir, &solve_args(&numpy, &print_flags));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let steps = match r.stdout.split_once("\n\n") {
+        Some((first, rest)) if first.starts_with("Mask") => rest,
+        _ => &r.stdout,
+    };
+    let printed: Vec<String> = steps
+        .lines()
+        .filter(|l| !l.ends_with(':'))
+        .flat_map(|l| l.split(|c: char| c.is_whitespace() || c == '[' || c == ']'))
+        .filter(|t| !t.is_empty())
+        .map(|t| match t {
+            "-inf" => "-\\infty".to_string(),
+            t => t.strip_suffix('.').unwrap_or(t).to_string(),
+        })
+        .collect();
+    let order: Vec<String> = names.iter().map(|n| n.2.clone()).collect();
+    // solve prints per head Q K V S A Z; the key groups the same matrices by part.
+    let in_solve_order: Vec<String> = order
+        .iter()
+        .flat_map(|name| key[name].iter().flatten().cloned())
+        .collect();
+    assert_eq!(in_solve_order, printed, "{sheet}");
 }
 
+#[test]
+fn exercise_answer_key_equals_solve() {
+    assert_key_equals_solve("seed7_answers.md", "seed7.draws.json", 2, &[]);
+    assert_key_equals_solve(
+        "seed2026_wide_answers.md",
+        "seed2026_wide.draws.json",
+        3,
+        &[],
+    );
+}
+
+/// A decoder's sheet (the same draws as without the mask) has the key `solve --causal` and
+/// `solve --padding` give, with the blocked scores -inf and their weights 0.
+#[test]
+fn exercise_masked_answer_key_equals_solve_with_the_mask() {
+    assert_key_equals_solve(
+        "seed7_causal_answers.md",
+        "seed7.draws.json",
+        2,
+        &["--causal"],
+    );
+    let wide = "seed2026_wide_decoder_answers.tex";
+    let args = ["--causal", "--padding", "[false,false,true]"];
+    assert_key_equals_solve(wide, "seed2026_wide.draws.json", 3, &args);
+    let sheet = exercise(SHEETS.iter().find(|(n, _)| *n == wide).unwrap().1);
+    assert!(sheet.contains("a causal mask") && sheet.contains("The last row of $X$ is padding"));
+    assert!(
+        sheet.contains("S_i = Q_i K_i^\\top / \\sqrt{d_k} + M"),
+        "{sheet}"
+    );
+}
 /// A fresh empty directory under the system's temp dir.
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("attention-lab-{name}-{}", std::process::id()));
@@ -340,6 +424,10 @@ fn exercise_reports_bad_input_in_one_line() {
     assert_eq!(
         usage_error(Path::new("."), &["exercise", "--seed", "1", "--heads", "0"]),
         "error: invalid value '0' for '--heads <HEADS>': 0 is not in 1..=8"
+    );
+    assert_eq!(
+        fails(&dir, &["exercise", "--seed", "7", "--padding", "2"]),
+        "error: --padding: 2 padded tokens leave none of the 2 tokens to attend to (at most 1)"
     );
 }
 

@@ -1,5 +1,5 @@
-//! `exercise --roster` and `grade`: every planted mistake is named, a correct submission gets
-//! full marks, a class of 30 is generated, answered and graded into the gradebook that
+//! `exercise --roster` and `grade`: every planted mistake is named (on a masked sheet too,
+//! with forgetting the mask), a correct submission gets full marks, a class of 30 is generated, answered and graded into the gradebook that
 //! scripts/grade_goldens.py computes with NumPy, and the key graded as answers always gets
 //! full marks.
 
@@ -67,6 +67,8 @@ struct Key {
     wk: Vec<Array2<f64>>,
     wv: Vec<Array2<f64>>,
     wo: Array2<f64>,
+    /// A masked sheet's mask, added to the scores.
+    mask: Option<Array2<f64>>,
 }
 
 fn read_key(path: &Path) -> (Key, Value) {
@@ -78,6 +80,12 @@ fn read_key(path: &Path) -> (Key, Value) {
         wk: list("wk"),
         wv: list("wv"),
         wo: matrix(&json["wo"]),
+        mask: json.get("mask").map(|m| {
+            let rows: Vec<Vec<Value>> = serde_json::from_value(m.clone()).unwrap();
+            let blocked = |v: &Value| v.as_f64().unwrap_or(f64::NEG_INFINITY);
+            let flat: Vec<f64> = rows.iter().flatten().map(blocked).collect();
+            Array2::from_shape_vec((rows.len(), rows[0].len()), flat).unwrap()
+        }),
     };
     (key, json)
 }
@@ -98,6 +106,8 @@ enum Plant {
     OffQ(usize),
     /// Every matrix rounded to this many decimals as soon as it is computed, and used so.
     RoundEachStep(i32),
+    /// The scores of a masked sheet without the mask.
+    ForgotMask(usize),
 }
 
 /// A student's work on `key`, step by step, with `plant` applied where it strikes and every
@@ -124,11 +134,20 @@ fn work(key: &Key, plant: Plant) -> MultiHeadOutput {
             Plant::RoundScores(h) if h == i => round(&(q.dot(&k.t()) / root), 1),
             _ => q.dot(&k.t()) / root,
         };
+        let scores = match &key.mask {
+            Some(mask) if plant != Plant::ForgotMask(i) => scores + mask,
+            _ => scores,
+        };
         let scores = r(scores);
+        // A row (or, taken by columns, a column) of -inf gets zero weights.
+        let rows = |s: ArrayView2<f64>, softmax: Softmax| match key.mask {
+            Some(_) => softmax.apply_masked(s),
+            None => softmax.apply(s),
+        };
         let weights = match plant {
-            Plant::SoftmaxColumns(h) if h == i => softmax(scores.t()).reversed_axes(),
-            Plant::NaiveSoftmax(h) if h == i => softmax_naive(&scores),
-            _ => softmax(&scores),
+            Plant::SoftmaxColumns(h) if h == i => rows(scores.t(), Softmax::Stable).reversed_axes(),
+            Plant::NaiveSoftmax(h) if h == i => rows(scores.view(), Softmax::Naive),
+            _ => rows(scores.view(), Softmax::Stable),
         };
         let weights = r(weights);
         let z = r(weights.dot(&v));
@@ -181,6 +200,24 @@ fn row(dir: &Path, student: &str) -> std::collections::BTreeMap<String, String> 
         }
     }
     panic!("{student} not in the gradebook:\n{text}");
+}
+
+/// Ann hands in `answers` and they are graded in `dir` with the class's keys: the mistakes
+/// column must be `code` and the feedback say `words`. Her gradebook row and feedback.
+fn hand_in_one(
+    dir: &Path,
+    answers: &MultiHeadOutput,
+    code: &str,
+    words: &str,
+) -> (std::collections::BTreeMap<String, String>, String) {
+    attention_lab_io::write_answers(dir.join("ann.json"), "ann", answers).unwrap();
+    let r = grade(dir, "class/keys", &["ann.json"]);
+    assert_eq!(r.status, 0, "{code}: {}", r.stderr);
+    let marks = row(dir, "ann");
+    assert_eq!(marks["mistakes"], code);
+    let feedback = std::fs::read_to_string(dir.join("marks/feedback/ann.txt")).unwrap();
+    assert!(feedback.contains(words), "{code}: {feedback}");
+    (marks, feedback)
 }
 
 #[test]
@@ -262,13 +299,7 @@ fn each_planted_mistake_is_named() {
                 "exp overflowed"
             );
         }
-        attention_lab_io::write_answers(dir.join("ann.json"), "ann", &answers).unwrap();
-        let r = grade(&dir, "class/keys", &["ann.json"]);
-        assert_eq!(r.status, 0, "{plant:?}: {}", r.stderr);
-        let marks = row(&dir, "ann");
-        assert_eq!(marks["mistakes"], code, "{plant:?}");
-        let feedback = std::fs::read_to_string(dir.join("marks/feedback/ann.txt")).unwrap();
-        assert!(feedback.contains(words), "{plant:?}: {feedback}");
+        let (marks, feedback) = hand_in_one(&dir, &answers, code, words);
         // Every step after the mistake was done right on the wrong numbers: half credit.
         if plant != Plant::WoWrongSide {
             assert!(
@@ -281,6 +312,90 @@ fn each_planted_mistake_is_named() {
         assert!(total < max && total >= max - 3.0, "{plant:?}: {marks:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+/// On a decoder's sheet (causal, the last token padding) the same mistakes are named, and
+/// forgetting the mask too; every later step done right on the wrong numbers is carried
+/// forward.
+#[test]
+fn each_planted_mistake_is_named_on_a_masked_sheet() {
+    let options = ["--tokens", "3", "--causal", "--padding", "1"];
+    let cases = [
+        (
+            Plant::ForgotMask(1),
+            "S_2:forgot-mask",
+            "the mask was not added",
+        ),
+        (
+            Plant::NoSqrtDk(0),
+            "S_1:no-sqrt-dk",
+            "not divided by sqrt(d_k)",
+        ),
+        (
+            Plant::DividedByDk(1),
+            "S_2:divided-by-dk",
+            "divided by d_k instead",
+        ),
+        (
+            Plant::KNotTransposed(0),
+            "S_1:k-not-transposed",
+            "K was used instead of K^T",
+        ),
+        (
+            Plant::KQTransposed(1),
+            "S_2:kq-transposed",
+            "K Q^T was computed",
+        ),
+        (
+            Plant::SoftmaxColumns(0),
+            "A_1:softmax-columns",
+            "over the columns",
+        ),
+        (
+            Plant::HeadOrder,
+            "Z:head-order",
+            "concatenated in the wrong order",
+        ),
+        (
+            Plant::RoundScores(0),
+            "S_1:early-rounding",
+            "rounded too early (to 1 decimal)",
+        ),
+    ];
+    let dir = temp_dir("masked-plants");
+    let class = make_class(&dir, "id\nann\n", "masked secret", &options);
+    let (key, json) = read_key(&class.join("keys/ann.json"));
+    assert_eq!(
+        (&json["causal"], &json["padding"]),
+        (&Value::from(true), &Value::from(1))
+    );
+    let mask = key.mask.clone().expect("a masked key has its mask");
+    assert_eq!(
+        mask.mapv(|m| m == f64::NEG_INFINITY),
+        array![
+            [false, true, true],
+            [false, false, true],
+            [false, false, true]
+        ]
+    );
+    for (plant, code, words) in cases {
+        let (_, feedback) = hand_in_one(&dir, &work(&key, plant), code, words);
+        assert!(
+            feedback.contains("carried forward"),
+            "{plant:?}: {feedback}"
+        );
+    }
+    // Right answers, as .npy files with -inf where the mask blocks, get every point.
+    write_npy_dir(&dir.join("ann"), &work(&key, Plant::None), Some(4));
+    std::fs::remove_file(dir.join("ann.json")).unwrap();
+    let r = grade(&dir, "class/keys", &["ann"]);
+    assert_eq!(
+        (r.status, r.stdout.as_str()),
+        (0, "ann: 14 of 14\n"),
+        "{}",
+        r.stderr
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -386,8 +501,22 @@ fn a_correct_submission_gets_full_marks_as_json_and_as_npy() {
 
 #[test]
 fn the_key_holds_the_numbers_solve_json_writes() {
+    key_equals_solve(&["--heads", "3", "--decimals", "2"], &[]);
+}
+
+/// A decoder's key holds what solve --causal --padding writes, the mask included.
+#[test]
+fn a_masked_key_holds_the_numbers_solve_json_writes_with_the_mask() {
+    key_equals_solve(
+        &["--tokens", "4", "--causal", "--padding", "2"],
+        &["--causal", "--padding", "[false,false,true,true]"],
+    );
+}
+
+/// The key of a class made with `options` equals `solve --json` with `flags`.
+fn key_equals_solve(options: &[&str], flags: &[&str]) {
     let dir = temp_dir("solve");
-    let class = make_class(&dir, "id\nann\n", "s", &["--heads", "3", "--decimals", "2"]);
+    let class = make_class(&dir, "id\nann\n", "s", options);
     let (_, json) = read_key(&class.join("keys/ann.json"));
     let list = |name: &str| {
         let each: Vec<String> = json[name]
@@ -405,13 +534,11 @@ fn the_key_holds_the_numbers_solve_json_writes() {
         list("wv"),
         json["wo"].to_string(),
     );
-    let r = run_in(
-        &dir,
-        &[
-            "solve", "--x", &x, "--wq", &wq, "--wk", &wk, "--wv", &wv, "--wo", &wo, "--json",
-        ],
-        false,
-    );
+    let mut args = vec![
+        "solve", "--x", &x, "--wq", &wq, "--wk", &wk, "--wv", &wv, "--wo", &wo, "--json",
+    ];
+    args.extend_from_slice(flags);
+    let r = run_in(&dir, &args, false);
     assert_eq!(r.status, 0, "{}", r.stderr);
     let solved: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(json["solution"], solved);
@@ -661,8 +788,8 @@ fn roster_pdfs_compile_the_same_bytes_twice() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
 
-    /// Whatever the secret and shape options, the key's own solution, handed in as answers,
-    /// gets every point.
+    /// Whatever the secret, shape and mask options, the key's own solution, handed in as
+    /// answers, gets every point.
     #[test]
     fn grading_the_key_itself_gives_full_marks(
         secret in "[a-z0-9]{1,16}",
@@ -672,13 +799,20 @@ proptest! {
         dk in 1usize..=4,
         decimals in 0i32..=3,
         precision in 0usize..=8,
+        causal in any::<bool>(),
+        padding in 0usize..=3,
     ) {
         let dir = temp_dir("prop");
-        let opts: Vec<String> = vec![
+        let mut opts: Vec<String> = vec![
             "--tokens".into(), tokens.to_string(), "--dim".into(), dim.to_string(),
             "--heads".into(), heads.to_string(), "--dk".into(), dk.to_string(),
             "--decimals".into(), decimals.to_string(), "--precision".into(), precision.to_string(),
+            // At least one token is left to attend to.
+            "--padding".into(), padding.min(tokens - 1).to_string(),
         ];
+        if causal {
+            opts.push("--causal".into());
+        }
         let opts: Vec<&str> = opts.iter().map(String::as_str).collect();
         let class = make_class(&dir, "id\nkey\n", &secret, &opts);
         let (_, json) = read_key(&class.join("keys/key.json"));

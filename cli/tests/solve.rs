@@ -1,6 +1,6 @@
 //! `attention-lab solve` prints NumPy's worked example byte for byte, writes every
-//! intermediate as JSON equal to NumPy's to 1e-12 (goldens from scripts/cli_goldens.py), and
-//! reports bad input in one line.
+//! intermediate as JSON equal to NumPy's to 1e-12 (goldens from scripts/cli_goldens.py, also
+//! with masks, cross-attention and biases), and reports bad input in one line.
 
 mod tools_common;
 
@@ -11,7 +11,7 @@ use tools_common::{assert_help_has_example, cases, data, fails, npy_declaring, r
 fn solve_text_matches_numpy_goldens() {
     let dir = data("solve");
     let cases = cases(&dir, "solve", "txt");
-    assert!(cases.len() >= 5);
+    assert!(cases.len() >= 12);
     for (args, golden) in &cases {
         let expected = std::fs::read_to_string(dir.join(golden)).unwrap();
         let r = run(&dir, args);
@@ -52,7 +52,7 @@ fn assert_close(ours: &Value, numpy: &Value, at: &str) {
 fn solve_json_matches_numpy_to_1e_12() {
     let dir = data("solve");
     let cases = cases(&dir, "solve", "json");
-    assert!(cases.len() >= 3);
+    assert!(cases.len() >= 9);
     for (args, golden) in &cases {
         let numpy: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join(golden)).unwrap()).unwrap();
@@ -88,21 +88,21 @@ fn solve_json_keeps_the_documented_key_order() {
     );
 }
 
-/// `solve` of the two-head problem with `extra` flags.
-fn two<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "solve",
-        "--x",
-        "x.npy",
-        "--wq",
-        "wq1.npy,wq2.npy",
-        "--wk",
-        "wk1.npy,wk2.npy",
-        "--wv",
-        "wv1.npy,wv2.npy",
-    ];
+/// `solve` of X = x.npy with the heads' `wq`, `wk` and `wv`, then `extra` flags.
+fn heads<'a>(wq: &'a str, wk: &'a str, wv: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["solve", "--x", "x.npy", "--wq", wq, "--wk", wk, "--wv", wv];
     args.extend_from_slice(extra);
     args
+}
+
+/// `solve` of the two-head problem with `extra` flags.
+fn two<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    heads(
+        "wq1.npy,wq2.npy",
+        "wk1.npy,wk2.npy",
+        "wv1.npy,wv2.npy",
+        extra,
+    )
 }
 
 /// `solve` of input `x` with identity projections of width 2.
@@ -154,6 +154,172 @@ fn solve_reports_bad_input_in_one_line() {
     ];
     for (args, message) in expected {
         assert_eq!(fails(&dir, &args), message, "{args:?}");
+    }
+}
+
+/// The two-head problem of 2 tokens with cross-attention's weights (W_K 5 rows, W_V 2).
+fn cross<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = heads(
+        "cq1.npy,cq2.npy",
+        "ck1.npy,ck2.npy",
+        "cv1.npy,cv2.npy",
+        &["--wo", "cwo.npy"],
+    );
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn solve_reports_bad_masks_biases_and_memories_in_one_line() {
+    let dir = data("solve");
+    let kv = ["--kv", "memory_k.npy,memory_v.npy"];
+    let expected: Vec<(Vec<&str>, &str)> =
+        vec![
+        (
+            two(&["--mask", "[[false,true,true]]"]),
+            "error: --mask: the mask is 1x3 but the scores are 2x2 (one row per query token, \
+             --x is 2x4; one column per key token, --x is 2x4)",
+        ),
+        (
+            two(&["--mask", "mask_int.npy"]),
+            "error: --mask: mask_int.npy: a mask of dtype int64 is ambiguous: give bool \
+             (True = blocked) or float (added to the scores)",
+        ),
+        (
+            two(&["--mask", "[[true, 1], [false, false]]"]),
+            "error: --mask: element [0][1] is not true or false: 1",
+        ),
+        (
+            two(&["--mask", "x3d.npy"]),
+            "error: --mask: x3d.npy: expected a 2-D matrix, got shape (2, 2, 2)",
+        ),
+        (
+            two(&["--padding", "[false]"]),
+            "error: --padding: 1 entries but there are 2 key tokens (--x is 2x4)",
+        ),
+        (
+            two(&["--padding", "[0, 1]"]),
+            "error: --padding: expected a list of booleans, one per key token (true = padding), \
+             but element [0] is 0",
+        ),
+        (
+            two(&["--padding", "mask_full.npy"]),
+            "error: --padding: mask_full.npy: expected a list of booleans, one per key token \
+             (true = padding); got dtype bool and shape (3, 3)",
+        ),
+        (
+            cross(&["--kv", "memory.npy", "--causal"]),
+            "error: --causal: needs as many key tokens as query tokens, but --x is 2x4 and \
+             --kv is 3x4",
+        ),
+        (
+            cross(&["--kv", "memory_k.npy,memory_v.npy", "--padding", "[false,true]"]),
+            "error: --padding: 2 entries but there are 3 key tokens (--kv is 3x5)",
+        ),
+        (
+            cross(&["--kv", "memory_v.npy,memory_v.npy"]),
+            "error: key is 3x2 but W_K of head 1 is 5x3: the columns of the key input must \
+             equal the rows of W_K",
+        ),
+        (
+            cross(&["--kv", "memory_k.npy,memory.npy,memory.npy"]),
+            "error: --kv: 3 matrices given; give one (keys and values) or two (keys, values)",
+        ),
+        (
+            cross(&["--kv", "memory_k.npy,eye2.npy"]),
+            "error: key is 3x5 but value is 2x2: key and value must have the same number of \
+             rows (one per token)",
+        ),
+        (
+            cross(&[kv[0], kv[1], "--bq", "bq1.npy"]),
+            "error: --bq: 1 biases given but --wq has 2 (one per head)",
+        ),
+        (
+            cross(&[kv[0], kv[1], "--bv", "bq1.npy,bv2.npy"]),
+            "error: --bv: head 1: b_V is 1x3 but W_V is 2x2: a bias must have one entry per \
+             column of its projection",
+        ),
+        (
+            cross(&[kv[0], kv[1], "--bk", "[[1,2,3],[4,5,6]],bk2.npy"]),
+            "error: --bk: a bias is one row of numbers, but this is 2x3",
+        ),
+        (
+            cross(&[kv[0], kv[1], "--bo", "bq1.npy"]),
+            "error: --bo: b_O is 1x3 but W_O is 4x4: an output bias needs W_O, with one entry \
+             per column of W_O",
+        ),
+        (
+            vec![
+                "solve", "--x", "x32.npy", "--wq", "wq6.npy", "--wk", "wk6.npy", "--wv",
+                "wv6.npy", "--split", "2", "--bq", "[1, 2]",
+            ],
+            "error: --bq: 2 entries but the matrix to split has 6 columns (one entry per column)",
+        ),
+        (
+            vec![
+                "solve", "--x", "x32.npy", "--wq", "wq6.npy", "--wk", "wk6.npy", "--wv",
+                "wv6.npy", "--split", "2", "--kv", "x32.npy",
+            ],
+            "error: --split: not with --kv: give W_Q, W_K and W_V of each head",
+        ),
+    ];
+    for (args, message) in expected {
+        assert_eq!(fails(&dir, &args), message, "{args:?}");
+    }
+    assert_eq!(
+        usage_error(&dir, &two(&["--bo", "bo.npy"])),
+        "error: the following required arguments were not provided: --wo <W.npy>"
+    );
+}
+
+/// A query whose every key is blocked gets zero weights and a zero Z row, and a blocked key
+/// exactly zero weight, in every head (the goldens check the numbers; this, the property).
+#[test]
+fn solve_masked_weights_are_exactly_zero_where_blocked() {
+    let dir = data("solve");
+    let r = run(
+        &dir,
+        &[
+            "solve",
+            "--x",
+            "x3.npy",
+            "--wq",
+            "wq1.npy,wq2.npy",
+            "--wk",
+            "wk1.npy,wk2.npy",
+            "--wv",
+            "wv1.npy,wv2.npy",
+            "--mask",
+            "mask_full.npy",
+            "--causal",
+            "--json",
+        ],
+    );
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let json: Value = serde_json::from_str(&r.stdout).unwrap();
+    let mask = json["mask"].as_array().unwrap();
+    for head in json["heads"].as_array().unwrap() {
+        for (i, row) in head["weights"].as_array().unwrap().iter().enumerate() {
+            let blocked: Vec<bool> = mask[i]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m == "-Infinity")
+                .collect();
+            for (j, w) in row.as_array().unwrap().iter().enumerate() {
+                if blocked[j] || j > i {
+                    assert_eq!(w.as_f64(), Some(0.0), "weight [{i}][{j}]");
+                }
+            }
+            if blocked.iter().all(|&b| b) {
+                let z = &head["z"][i];
+                assert!(z
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|v| v.as_f64() == Some(0.0)));
+            }
+        }
     }
 }
 
