@@ -138,9 +138,8 @@ fn solve(args: &SolveArgs) -> Result<String> {
         },
     };
     let layer = layer(&wq, &wk, &wv, wo, args.split, args.kv.is_some())?;
-    let biases = [("--bq", &args.bq), ("--bk", &args.bk), ("--bv", &args.bv)]
+    let [bq, bk, bv] = [("--bq", &args.bq), ("--bk", &args.bk), ("--bv", &args.bv)]
         .map(|(flag, values)| vectors(flag, values));
-    let [bq, bk, bv] = biases;
     let bo = args.bo.as_deref().map(|b| vector("--bo", b)).transpose()?;
     let layer = with_biases(layer, [bq?, bk?, bv?], bo, args.split.is_some())?
         .with_softmax(args.softmax.into());
