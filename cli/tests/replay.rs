@@ -99,6 +99,8 @@ fn matching_notebook_passes_and_file_is_untouched() {
     let output = replay(
         &folder,
         &[
+            "--engine",
+            "evcxr",
             "basic.ipynb",
             "--sanitize",
             "sanitize.cfg",
@@ -176,7 +178,10 @@ fn changed_output_fails_with_diff_and_update_rewrites_it() {
     let changed_text = serde_json::to_string_pretty(&changed).unwrap();
     std::fs::write(&path, &changed_text).unwrap();
 
-    let output = replay(&folder, &["--sanitize", "sanitize.cfg", "."]);
+    let output = replay(
+        &folder,
+        &["--engine", "evcxr", "--sanitize", "sanitize.cfg", "."],
+    );
     assert_eq!(output.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("FAILED"), "{stdout}");
@@ -198,7 +203,14 @@ fn changed_output_fails_with_diff_and_update_rewrites_it() {
 
     let output = replay(
         &folder,
-        &["--sanitize", "sanitize.cfg", "--update", "basic.ipynb"],
+        &[
+            "--engine",
+            "evcxr",
+            "--sanitize",
+            "sanitize.cfg",
+            "--update",
+            "basic.ipynb",
+        ],
     );
     assert_eq!(output.status.code(), Some(0));
     let text = std::fs::read_to_string(&path).unwrap();
@@ -265,7 +277,18 @@ fn changed_output_fails_with_diff_and_update_rewrites_it() {
 fn timeout_crash_and_malformed_notebook_are_reported() {
     let folder = fixture_copy("faults", "faults");
     let started = Instant::now();
-    let output = replay(&folder, &["--timeout", "20", "--json", "report.json", "."]);
+    let output = replay(
+        &folder,
+        &[
+            "--engine",
+            "evcxr",
+            "--timeout",
+            "20",
+            "--json",
+            "report.json",
+            ".",
+        ],
+    );
     assert!(
         started.elapsed() < Duration::from_secs(150),
         "timeout enforced"
@@ -389,44 +412,262 @@ fn bad_timeout_is_rejected() {
     assert_eq!(output.status.code(), Some(2));
 }
 
-/// Replays every notebook in the repository's notebooks/ folder; passes
-/// trivially only while that folder holds no notebook.
-#[test]
-fn replays_every_notebook_in_repo() {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks");
-    let mut count = 0;
-    let mut stack = vec![folder.clone()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+/// Copies the notebooks of `from` into `to`, their relative `:dep` paths made absolute
+/// (the same paths, so no dependency is rebuilt for the copy).
+fn copy_notebooks(from: &Path, to: &Path) -> Vec<String> {
+    std::fs::create_dir_all(to).unwrap();
+    let from = from.canonicalize().unwrap();
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&from).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".ipynb") {
             continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') {
-                continue;
+        }
+        let mut notebook = read_json(&entry.path());
+        for cell in notebook["cells"].as_array_mut().unwrap() {
+            let source = match &cell["source"] {
+                Value::Array(lines) => lines.iter().map(|l| l.as_str().unwrap()).collect(),
+                other => other.as_str().unwrap().to_owned(),
+            };
+            let mut fixed = source.clone();
+            for relative in ["\"../plot\"", "\"..\""] {
+                if !fixed.contains(&format!("path = {relative}")) {
+                    continue;
+                }
+                let absolute = from.join(&relative[1..relative.len() - 1]);
+                let absolute = absolute.canonicalize().unwrap();
+                fixed = fixed.replace(
+                    &format!("path = {relative}"),
+                    &format!("path = {:?}", absolute.to_str().unwrap()),
+                );
             }
-            if entry.path().is_dir() {
-                stack.push(entry.path());
-            } else if name.ends_with(".ipynb") {
-                count += 1;
+            if fixed != source {
+                cell["source"] = Value::from(fixed);
+            }
+        }
+        std::fs::write(to.join(&name), serde_json::to_string(&notebook).unwrap()).unwrap();
+        names.push(name);
+    }
+    names.sort();
+    names
+}
+
+/// Replays the notebooks of `from` with `--update` and one engine, in a copy under `root`;
+/// returns the report and the rewritten notebooks by name.
+fn update_with(engine: &str, from: &Path, root: &Path) -> (Value, Vec<(String, Value)>) {
+    let folder = root.join(engine);
+    let names = copy_notebooks(from, &folder);
+    let output = replay(
+        &folder,
+        &["--engine", engine, "--update", "--json", "report.json", "."],
+    );
+    assert_eq!(output.status.code(), Some(0), "{engine}");
+    let report = read_json(&folder.join("report.json"));
+    let notebooks = names
+        .into_iter()
+        .map(|name| {
+            let notebook = read_json(&folder.join(&name));
+            (name, notebook)
+        })
+        .collect();
+    (report, notebooks)
+}
+
+/// A cell's count and outputs, as compared: each stream's text on its own (stdout and stderr
+/// come on two pipes, in no fixed order), then the other outputs; only their kinds (output
+/// type, MIME types) for nbval-ignore-output cells, whose outputs are timings.
+fn comparable(cell: &Value) -> Value {
+    let ignored = cell["metadata"]["tags"]
+        .as_array()
+        .is_some_and(|tags| tags.iter().any(|t| t == "nbval-ignore-output"));
+    let mut streams = [String::new(), String::new()];
+    let mut others = Vec::new();
+    for output in cell["outputs"].as_array().unwrap() {
+        if output["output_type"] == "stream" {
+            let text: String = output["text"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|line| line.as_str().unwrap())
+                .collect();
+            streams[usize::from(output["name"] == "stderr")].push_str(&text);
+        } else if ignored {
+            let mimes: Vec<&String> = output["data"]
+                .as_object()
+                .map(|d| d.keys().collect())
+                .unwrap_or_default();
+            others.push(serde_json::json!([output["output_type"], mimes]));
+        } else {
+            others.push(output.clone());
+        }
+    }
+    if ignored {
+        // Only whether each stream printed anything.
+        streams = streams.map(|text| text.is_empty().then(String::new).unwrap_or("text".into()));
+    }
+    serde_json::json!([cell["execution_count"], streams, others])
+}
+
+/// Whether a cell's stored outputs hold both streams (whose order evcxr does not fix).
+fn both_streams(cell: &Value) -> bool {
+    let names: Vec<&Value> = cell["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|output| &output["name"])
+        .collect();
+    names.contains(&&Value::from("stdout")) && names.contains(&&Value::from("stderr"))
+}
+
+/// Both engines replay (with `--update`) every notebook of `from`; asserts that the batch
+/// engine ran each itself, that both wrote the same outputs and counts, cell by cell, and
+/// that neither changed a stored output (but those of nbval-ignore-output cells, timings).
+/// Returns the number of code cells compared.
+fn engines_agree(from: &Path, test: &str) -> usize {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("replay-agree-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let (evcxr_report, evcxr) = update_with("evcxr", from, &root);
+    let (batch_report, batch) = update_with("batch", from, &root);
+    for (report, engine) in [(&evcxr_report, "evcxr"), (&batch_report, "batch")] {
+        for notebook in report["notebooks"].as_array().unwrap() {
+            assert_eq!(notebook["engine"], engine, "{notebook}");
+            assert_eq!(notebook["fallback"], Value::Null, "{notebook}");
+            for cell in notebook["cell_results"].as_array().unwrap() {
+                let ignored = cell["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("nbval-ignore-output"));
+                let stored = read_json(&from.join(notebook["path"].as_str().unwrap()));
+                let position = cell["index"].as_u64().unwrap() as usize - 1;
+                assert!(
+                    ignored || cell["updated"] == false || both_streams(&stored["cells"][position]),
+                    "{engine} changed a stored output: {} {cell}",
+                    notebook["path"]
+                );
+                assert_ne!(cell["reason"], "output differed", "{engine}: {cell}");
             }
         }
     }
-    if count == 0 {
-        eprintln!("notebooks/ holds no notebook yet: nothing to replay");
-        return;
+    let mut cells = 0;
+    for ((name, a), (_, b)) in evcxr.iter().zip(&batch) {
+        let a = a["cells"].as_array().unwrap();
+        let b = b["cells"].as_array().unwrap();
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            if x["cell_type"] == "code" {
+                cells += 1;
+                assert_eq!(comparable(x), comparable(y), "{name} cell {}", x["id"]);
+            }
+        }
     }
-    let report = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("repo-notebooks-{}.json", std::process::id()));
-    let output = replay(&folder, &["--json", report.to_str().unwrap(), "."]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "a repository notebook does not match its outputs"
+    let _ = std::fs::remove_dir_all(&root);
+    cells
+}
+
+/// Every notebook of the repository, with both engines: the batch engine runs each one
+/// itself (no fallback) and writes the outputs evcxr writes, cell by cell, and both write
+/// the stored ones.
+#[test]
+fn both_engines_agree_on_every_repository_notebook() {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks");
+    let cells = engines_agree(&folder, "repo");
+    assert!(cells > 0, "notebooks/ holds no code cell");
+}
+
+/// A notebook without dependencies where the batch engine must show a value by `{:?}` (a
+/// second build), keep a function and a struct with `evcxr_display` defined in cells, split
+/// stdout from stderr, skip a cell, and shadow a variable with a new type.
+#[test]
+fn both_engines_agree_on_values_items_and_streams() {
+    let folder = fixture_copy("agree", "fallback");
+    let only = folder.join("only");
+    std::fs::create_dir_all(&only).unwrap();
+    std::fs::copy(folder.join("agree.ipynb"), only.join("agree.ipynb")).unwrap();
+    assert_eq!(engines_agree(&only, "fixture"), 6);
+}
+
+/// Replays one fallback fixture with the batch engine; returns the notebook's report and
+/// the text report.
+fn fall_back(name: &str) -> (Value, String) {
+    let folder = fixture_copy(&format!("fallback-{name}"), "fallback");
+    let output = replay(
+        &folder,
+        &[
+            "--engine",
+            "batch",
+            "--json",
+            "report.json",
+            &format!("{name}.ipynb"),
+        ],
     );
-    let report = read_json(&report);
-    assert_eq!(report["totals"]["notebooks"], count);
-    assert_eq!(report["ok"], true);
+    let report = read_json(&folder.join("report.json"));
+    let notebook = report["notebooks"][0].clone();
+    assert_eq!(notebook["engine"], "evcxr", "{notebook}");
+    assert_eq!(report["engine"], "batch");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let reason = notebook["fallback"].as_str().unwrap().to_owned();
+    assert!(
+        stdout.contains(&format!("batch engine fell back to evcxr: {reason}")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("evcxr (batch fell back)"), "{stdout}");
+    (notebook, reason)
+}
+
+/// A function defined twice: evcxr keeps the newer one, one program cannot hold both.
+#[test]
+fn batch_falls_back_on_a_compile_error() {
+    let (notebook, reason) = fall_back("compile_error");
+    assert!(
+        reason.starts_with("cell 2 does not compile as part of one program: ")
+            && reason.contains("twice"),
+        "{reason}"
+    );
+    assert_eq!(statuses(&notebook), ["passed", "passed", "passed"]);
+}
+
+/// A panic: evcxr then reports the panicking cell (and runs the next one).
+#[test]
+fn batch_falls_back_on_a_panic() {
+    let (notebook, reason) = fall_back("panic");
+    assert!(
+        reason.starts_with("cell 2 panicked: index out of bounds"),
+        "{reason}"
+    );
+    assert_eq!(statuses(&notebook), ["passed", "failed", "passed"]);
+}
+
+/// An error through `?`: evcxr prints it and goes on with the next cell.
+#[test]
+fn batch_falls_back_on_an_error_through_question_mark() {
+    let (notebook, reason) = fall_back("question_mark");
+    assert_eq!(
+        reason,
+        "cell 1 returned an error through `?` (evcxr goes on with the next cell)"
+    );
+    assert_eq!(statuses(&notebook), ["passed", "passed"]);
+}
+
+/// An evcxr command other than `:dep`.
+#[test]
+fn batch_falls_back_on_an_evcxr_command() {
+    let (notebook, reason) = fall_back("command");
+    assert_eq!(
+        reason,
+        "cell 1 uses the evcxr command :opt (the batch engine compiles only :dep)"
+    );
+    assert_eq!(statuses(&notebook), ["passed", "passed"]);
+}
+
+/// A cell that must raise.
+#[test]
+fn batch_falls_back_on_a_raises_exception_cell() {
+    let (notebook, reason) = fall_back("raises");
+    assert!(
+        reason.starts_with("cell 2 is tagged raises-exception"),
+        "{reason}"
+    );
+    assert_eq!(statuses(&notebook), ["passed", "passed"]);
 }
 
 /// One evcxr context: `--update` of a read-only notebook whose output changed says so on

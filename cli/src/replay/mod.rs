@@ -3,17 +3,20 @@
 
 use crate::error::{io_text, print, warn, Error, Result};
 use crate::problem;
+pub mod batch;
 pub mod compare;
+pub mod engine;
 pub mod notebook;
 pub mod report;
 pub mod runner;
 pub mod terminal;
 
 use compare::CompareOptions;
+use engine::{CellRun, EngineKind, EngineOptions, Output, Session};
 use indicatif::{ProgressBar, ProgressStyle};
-use notebook::Notebook;
-use report::{CellReport, CellStatus, NotebookReport, Report, Totals};
-use runner::{CurrentDirGuard, Kernel, KernelOptions};
+use notebook::{Cell, Notebook};
+use report::{CellReport, CellStatus, EngineUse, NotebookReport, Report, Written};
+use runner::{CurrentDirGuard, KernelOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -24,8 +27,12 @@ use std::time::{Duration, Instant};
 Cell tags (metadata.tags), as nbval: nbval-skip (not run), nbval-ignore-output
 (run, not compared), raises-exception (must raise: error output or panic).
 Compared: stream text and text/plain exactly; other MIME types only with
---compare-html. Each notebook gets a fresh evcxr context started in the
-notebook's folder, like a Jupyter kernel.
+--compare-html. Each notebook runs in its own folder, like a Jupyter kernel:
+--engine batch (the default) compiles it as one program, in a build folder under
+the cache ($ATTENTION_LAB_CACHE/replay-batch), and hands it to evcxr when it
+cannot (a compile error, a panic, an error through `?`, an evcxr command other
+than :dep, a raises-exception cell); --engine evcxr gives every notebook a
+fresh evcxr context that compiles one cell at a time.
 
 Exit status: 0 everything matched, 1 a cell failed, 2 bad input (missing path,
 no notebooks, unreadable or malformed notebook, bad sanitize file).")]
@@ -51,6 +58,9 @@ pub struct ReplayArgs {
     /// evcxr compilation cache size in MiB (evcxr's `:cache`); 0 turns it off.
     #[arg(long, value_name = "MIB", default_value_t = 500)]
     pub cache: u64,
+    /// Which engine runs the cells: the whole notebook as one program, or evcxr cell by cell.
+    #[arg(long, value_enum, default_value_t = EngineKind::Batch)]
+    pub engine: EngineKind,
 }
 
 /// Seconds that fit a `Duration` (a cell's timeout): positive and not too many.
@@ -112,9 +122,12 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
             ));
         }
     }
-    let kernel_options = KernelOptions {
-        timeout: Duration::from_secs_f64(args.timeout),
-        cache_mib: args.cache,
+    let engine_options = EngineOptions {
+        kind: args.engine,
+        kernel: KernelOptions {
+            timeout: Duration::from_secs_f64(args.timeout),
+            cache_mib: args.cache,
+        },
     };
 
     let total_cells: usize = inputs
@@ -142,19 +155,14 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
             Err(error) => {
                 input_errors += 1;
                 progress.suspend(|| warn(&format!("error: {}: {error}", input.display)));
-                NotebookReport {
-                    path: input.display.clone(),
-                    cells: 0,
-                    passed: 0,
-                    failed: 0,
-                    skipped: 0,
-                    seconds: 0.0,
-                    startup_seconds: None,
-                    error: Some(format!("malformed notebook: {error}")),
-                    written: false,
-                    write_error: None,
-                    cell_results: Vec::new(),
-                }
+                NotebookReport::new(
+                    input.display.clone(),
+                    EngineUse::default(),
+                    Vec::new(),
+                    Some(format!("malformed notebook: {error}")),
+                    Written::default(),
+                    0.0,
+                )
             }
             Ok(notebook) => {
                 let report = run_notebook(
@@ -162,7 +170,7 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
                     notebook.clone(),
                     args.update,
                     &compare,
-                    &kernel_options,
+                    &engine_options,
                     &progress,
                 );
                 progress.suspend(|| print(&report.render()))?;
@@ -177,31 +185,11 @@ pub fn run(args: ReplayArgs) -> Result<u8> {
     }
     progress_owner.finish();
 
-    let mut totals = Totals {
-        notebooks: notebooks.len(),
-        ..Totals::default()
-    };
-    for n in &notebooks {
-        totals.cells += n.cells;
-        totals.passed += n.passed;
-        totals.failed += n.failed;
-        totals.skipped += n.skipped;
-        totals.errors += usize::from(n.error.is_some() || n.write_error.is_some());
-        totals.seconds += n.seconds;
-    }
+    let report = Report::new(notebooks, args.update, args.engine, args.timeout);
     let status = if input_errors > 0 || write_errors > 0 {
         2
-    } else if totals.failed > 0 || totals.errors > 0 {
-        1
     } else {
-        0
-    };
-    let report = Report {
-        ok: status == 0,
-        update: args.update,
-        timeout_seconds: args.timeout,
-        totals,
-        notebooks,
+        u8::from(!report.ok)
     };
     print(&format!("\n{}", report.render_summary()))?;
     if let Some(path) = json_path {
@@ -300,64 +288,165 @@ fn find_notebooks(
     Ok(())
 }
 
-/// Replays one notebook in a fresh evcxr context started in its folder.
+/// Replays one notebook in its folder with a fresh engine, then writes it with `--update`.
 fn run_notebook(
     input: &Input,
     mut notebook: Notebook,
     update: bool,
     compare: &CompareOptions,
-    kernel_options: &KernelOptions,
+    options: &EngineOptions,
     progress: &ProgressBar,
 ) -> NotebookReport {
     let started = Instant::now();
-    let code_cells = notebook.cells.iter().filter(|cell| cell.is_code()).count();
-    let mut report = NotebookReport {
-        path: input.display.clone(),
-        cells: code_cells,
-        passed: 0,
-        failed: 0,
-        skipped: 0,
-        seconds: 0.0,
-        startup_seconds: None,
-        error: None,
-        written: false,
-        write_error: None,
-        cell_results: Vec::new(),
-    };
-    progress.set_message(format!("{} (starting evcxr)", input.display));
-
-    let folder = input
-        .absolute
-        .parent()
-        .unwrap_or(Path::new("/"))
-        .to_path_buf();
-    let guard = CurrentDirGuard::enter(&folder);
-    let mut kernel = match &guard {
-        Err(error) => {
-            report.error = Some(format!(
+    let folder = input.absolute.parent().unwrap_or(Path::new("/"));
+    let replayed = match CurrentDirGuard::enter(folder) {
+        Err(error) => Replayed::not_run(
+            &notebook,
+            format!(
                 "cannot enter folder {}: {}",
                 folder.display(),
-                io_text(error)
-            ));
-            None
-        }
-        Ok(_) if code_cells == 0 => None,
-        Ok(_) => match Kernel::start(kernel_options) {
-            Ok((kernel, seconds)) => {
-                report.startup_seconds = Some(seconds);
-                Some(kernel)
-            }
-            Err(error) => {
-                report.error = Some(error.to_string());
-                None
-            }
-        },
+                io_text(&error)
+            ),
+            None,
+        ),
+        Ok(_guard) => replay_in_folder(input, &notebook, update, compare, options, progress),
     };
-    let not_run = report
-        .error
-        .clone()
-        .map(|error| format!("not run: {error}"));
+    let Replayed {
+        engine,
+        mut cells,
+        new_outputs,
+        aborted,
+        mut error,
+    } = replayed;
+    let mut written = Written::default();
+    if update && !aborted {
+        written = write_back(input, &mut notebook, new_outputs);
+    } else if update {
+        for cell in &mut cells {
+            cell.updated = false;
+        }
+        error.get_or_insert_with(|| "run aborted, notebook not updated".into());
+    }
+    NotebookReport::new(
+        input.display.clone(),
+        engine,
+        cells,
+        error,
+        written,
+        started.elapsed().as_secs_f64(),
+    )
+}
 
+/// A cell's replayed outputs and execution count, kept for `--update`.
+struct NewOutputs {
+    position: usize,
+    outputs: Vec<Output>,
+    count: Option<u64>,
+}
+
+/// What replaying a notebook's cells gave, before anything is written.
+struct Replayed {
+    engine: EngineUse,
+    cells: Vec<CellReport>,
+    new_outputs: Vec<NewOutputs>,
+    /// A cell timed out or the kernel was lost: the notebook must not be written.
+    aborted: bool,
+    /// Notebook-level error (the engine did not start).
+    error: Option<String>,
+}
+
+impl Replayed {
+    /// Every code cell skipped because the notebook could not run.
+    fn not_run(notebook: &Notebook, error: String, fallback: Option<String>) -> Replayed {
+        let reason = format!("not run: {error}");
+        let cells = code_cells(notebook)
+            .map(|(position, cell)| skipped(position, cell, reason.clone()))
+            .collect();
+        Replayed {
+            engine: EngineUse {
+                fallback,
+                ..EngineUse::default()
+            },
+            cells,
+            new_outputs: Vec::new(),
+            aborted: true,
+            error: Some(error),
+        }
+    }
+}
+
+fn code_cells(notebook: &Notebook) -> impl Iterator<Item = (usize, &Cell)> {
+    notebook
+        .cells
+        .iter()
+        .enumerate()
+        .filter(|(_, cell)| cell.is_code())
+}
+
+fn skipped(position: usize, cell: &Cell, reason: String) -> CellReport {
+    CellReport {
+        index: position + 1,
+        id: cell.id.clone(),
+        status: CellStatus::Skipped,
+        seconds: None,
+        reason: Some(reason),
+        diff: None,
+        updated: false,
+    }
+}
+
+/// Starts the engine in the current folder (the notebook's) and runs the cells through it.
+fn replay_in_folder(
+    input: &Input,
+    notebook: &Notebook,
+    update: bool,
+    compare: &CompareOptions,
+    options: &EngineOptions,
+    progress: &ProgressBar,
+) -> Replayed {
+    if code_cells(notebook).next().is_none() {
+        return Replayed {
+            engine: EngineUse::default(),
+            cells: Vec::new(),
+            new_outputs: Vec::new(),
+            aborted: false,
+            error: None,
+        };
+    }
+    match engine::start(notebook, &input.absolute, &input.display, options, progress) {
+        Err(not_started) => Replayed::not_run(notebook, not_started.error, not_started.fallback),
+        Ok(started) => {
+            let engine = EngineUse {
+                engine: Some(started.engine),
+                fallback: started.fallback,
+                startup_seconds: Some(started.startup_seconds),
+            };
+            let mut session = started.session;
+            let replayed = replay_cells(
+                &input.display,
+                notebook,
+                session.as_mut(),
+                update,
+                compare,
+                progress,
+                engine,
+            );
+            session.shutdown();
+            replayed
+        }
+    }
+}
+
+/// Runs every code cell through the session and judges it against its stored outputs.
+fn replay_cells(
+    display: &str,
+    notebook: &Notebook,
+    session: &mut dyn Session,
+    update: bool,
+    compare: &CompareOptions,
+    progress: &ProgressBar,
+    engine: EngineUse,
+) -> Replayed {
     // Execution counts: keep null when the file has none, otherwise number
     // from the first run cell's stored count (evcxr_jupyter starts at 2).
     let any_count = notebook
@@ -366,34 +455,20 @@ fn run_notebook(
         .any(|cell| cell.execution_count().is_some());
     let mut next_count: Option<u64> = None;
     let mut first = true;
-    let mut aborted = report.error.is_some();
-    let mut new_outputs: Vec<(usize, Vec<Value>, Option<u64>)> = Vec::new();
-    let mut changed = false;
-
-    for (position, cell) in notebook.cells.iter().enumerate() {
-        if !cell.is_code() {
-            continue;
-        }
-        let mut result = CellReport {
-            index: position + 1,
-            id: cell.id.clone(),
-            status: CellStatus::Skipped,
-            seconds: None,
-            reason: None,
-            diff: None,
-            updated: false,
-        };
-        progress.set_message(format!("{} cell {}", input.display, position + 1));
-        let Some(running) = kernel.as_mut() else {
-            result.reason = not_run.clone();
-            report.cell_results.push(result);
-            progress.inc(1);
-            continue;
-        };
+    let mut replayed = Replayed {
+        engine,
+        cells: Vec::new(),
+        new_outputs: Vec::new(),
+        aborted: false,
+        error: None,
+    };
+    for (position, cell) in code_cells(notebook) {
+        progress.set_message(format!("{display} cell {}", position + 1));
+        progress.inc(1);
         if cell.has_tag("nbval-skip") {
-            result.reason = Some("nbval-skip".into());
-            report.cell_results.push(result);
-            progress.inc(1);
+            replayed
+                .cells
+                .push(skipped(position, cell, "nbval-skip".into()));
             continue;
         }
         if first {
@@ -402,91 +477,113 @@ fn run_notebook(
         }
         let count = next_count;
         next_count = next_count.map(|n| n + 1);
-
-        if let Some(reason) = running.lost_reason() {
-            result.reason = Some(reason.to_owned());
-            report.cell_results.push(result);
-            progress.inc(1);
+        if let Some(reason) = session.lost() {
+            replayed
+                .cells
+                .push(skipped(position, cell, reason.to_owned()));
             continue;
         }
-        let run = running.run(&cell.source.text(), count);
-        result.seconds = Some(run.seconds);
-        let expect_error = cell.has_tag("raises-exception");
-        let ignore_output = cell.has_tag("nbval-ignore-output");
-        let stored = compare.normalize(cell.outputs());
-        let replayed = compare.normalize(&run.outputs);
-        let diff = compare::diff(&stored, &replayed);
-        let differs = !diff.is_empty() && !ignore_output;
-        result.status = CellStatus::Failed;
-        if run.timed_out || run.kernel_lost.is_some() {
-            result.reason = run.raised.clone().or(run.kernel_lost.clone());
-            aborted = true;
-        } else if let (Some(raised), false) = (&run.raised, expect_error) {
-            result.reason = Some(format!("unexpected error: {raised}"));
-        } else if expect_error && run.raised.is_none() {
-            result.reason = Some("tagged raises-exception but raised no error".into());
-        } else if differs && !update {
-            result.reason = Some("output differs".into());
-        } else {
-            result.status = CellStatus::Passed;
-            if ignore_output {
-                result.reason = Some("output not compared (nbval-ignore-output)".into());
-            } else if differs {
-                result.reason = Some("output differed".into());
-            }
-        }
-        if update && !aborted {
+        let run = session.run(position, &cell.source.text());
+        let outputs: Vec<Value> = run.outputs.iter().map(|o| o.to_nbformat(count)).collect();
+        let mut report = judge(position, cell, &run, &outputs, update, compare);
+        replayed.aborted |= run.raised.as_ref().is_some_and(|raised| raised.aborts());
+        if update && !replayed.aborted {
             // nbval-ignore-output cells are rewritten too, so use the raw outputs.
-            result.updated =
-                cell.outputs() != run.outputs.as_slice() || cell.execution_count() != count;
-            changed |= result.updated;
-            new_outputs.push((position, run.outputs, count));
+            report.updated =
+                cell.outputs() != outputs.as_slice() || cell.execution_count() != count;
+            replayed.new_outputs.push(NewOutputs {
+                position,
+                outputs: run.outputs,
+                count,
+            });
         }
-        if differs {
-            result.diff = Some(diff);
-        }
-        report.cell_results.push(result);
-        progress.inc(1);
+        replayed.cells.push(report);
     }
-    if let Some(kernel) = kernel.take() {
-        kernel.shutdown();
-    }
-    drop(guard);
+    replayed
+}
 
-    if update && !aborted {
-        for (position, outputs, count) in new_outputs {
-            let cell = &mut notebook.cells[position];
-            cell.extra.insert("outputs".into(), Value::Array(outputs));
-            cell.extra.insert(
-                "execution_count".into(),
-                count.map(Value::from).unwrap_or(Value::Null),
-            );
-        }
-        // Only a changed output or count rewrites the file: a rewrite reformats the JSON.
-        let text = notebook.to_jupyter_json();
-        if changed && text != input.original {
-            match attention_lab_io::write(&input.absolute, text.as_bytes()) {
-                Ok(()) => report.written = true,
-                Err(error) => {
-                    report.write_error = Some(format!(
-                        "{}: cannot write: {}",
-                        input.display,
-                        io_text(&error)
-                    ))
-                }
-            }
-        }
-    } else if update {
-        for cell in &mut report.cell_results {
-            cell.updated = false;
-        }
-        if report.error.is_none() {
-            report.error = Some("run aborted, notebook not updated".into());
-        }
+/// A run cell's status, nbval's way: errors must be expected, outputs must match.
+fn judge(
+    position: usize,
+    cell: &Cell,
+    run: &CellRun,
+    outputs: &[Value],
+    update: bool,
+    compare: &CompareOptions,
+) -> CellReport {
+    let expect_error = cell.has_tag("raises-exception");
+    let ignore_output = cell.has_tag("nbval-ignore-output");
+    let diff = compare::diff(
+        &compare.normalize(cell.outputs()),
+        &compare.normalize(outputs),
+    );
+    let differs = !diff.is_empty() && !ignore_output;
+    let (status, reason) = match &run.raised {
+        Some(raised) if raised.aborts() => (CellStatus::Failed, Some(raised.to_string())),
+        Some(raised) if !expect_error => (
+            CellStatus::Failed,
+            Some(format!("unexpected error: {raised}")),
+        ),
+        None if expect_error => (
+            CellStatus::Failed,
+            Some("tagged raises-exception but raised no error".into()),
+        ),
+        _ if differs && !update => (CellStatus::Failed, Some("output differs".into())),
+        _ if ignore_output => (
+            CellStatus::Passed,
+            Some("output not compared (nbval-ignore-output)".into()),
+        ),
+        _ if differs => (CellStatus::Passed, Some("output differed".into())),
+        _ => (CellStatus::Passed, None),
+    };
+    CellReport {
+        index: position + 1,
+        id: cell.id.clone(),
+        status,
+        seconds: Some(run.seconds),
+        reason,
+        diff: differs.then_some(diff),
+        updated: false,
     }
-    report.recount();
-    report.seconds = started.elapsed().as_secs_f64();
-    report
+}
+
+/// Puts the new outputs into the notebook and writes it, only when an output or a count
+/// changed (a rewrite reformats the JSON).
+fn write_back(input: &Input, notebook: &mut Notebook, new_outputs: Vec<NewOutputs>) -> Written {
+    let mut changed = false;
+    for NewOutputs {
+        position,
+        outputs,
+        count,
+    } in new_outputs
+    {
+        let cell = &mut notebook.cells[position];
+        let outputs: Vec<Value> = outputs.iter().map(|o| o.to_nbformat(count)).collect();
+        changed |= cell.outputs() != outputs.as_slice() || cell.execution_count() != count;
+        cell.extra.insert("outputs".into(), Value::Array(outputs));
+        cell.extra.insert(
+            "execution_count".into(),
+            count.map(Value::from).unwrap_or(Value::Null),
+        );
+    }
+    let text = notebook.to_jupyter_json();
+    if !changed || text == input.original {
+        return Written::default();
+    }
+    match attention_lab_io::write(&input.absolute, text.as_bytes()) {
+        Ok(()) => Written {
+            written: true,
+            write_error: None,
+        },
+        Err(error) => Written {
+            written: false,
+            write_error: Some(format!(
+                "{}: cannot write: {}",
+                input.display,
+                io_text(&error)
+            )),
+        },
+    }
 }
 
 /// Whether `a` and `b` name one file (through symlinks and `..`); a missing `b` is no file.

@@ -1,6 +1,7 @@
 //! The replay report: printed per cell and as a summary table, and written
 //! as JSON with `--json`.
 
+use super::engine::EngineKind;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -25,7 +26,7 @@ pub struct CellReport {
     pub id: Option<String>,
     /// Outcome.
     pub status: CellStatus,
-    /// Seconds evcxr took (compile + run); absent when not run.
+    /// Seconds the cell took (evcxr: compile and run; batch: run); absent when not run.
     pub seconds: Option<f64>,
     /// Why it failed or was skipped, or a note (e.g. output not compared).
     pub reason: Option<String>,
@@ -50,7 +51,12 @@ pub struct NotebookReport {
     pub skipped: usize,
     /// Wall-clock seconds for the whole notebook, kernel start included.
     pub seconds: f64,
-    /// Seconds to start the evcxr context (absent if it did not start).
+    /// The engine that ran the cells (absent when none started).
+    pub engine: Option<EngineKind>,
+    /// Why the batch engine handed this notebook to evcxr.
+    pub fallback: Option<String>,
+    /// Seconds to start the engine: evcxr's start-up, or the batch engine's build and run
+    /// (absent if it did not start).
     pub startup_seconds: Option<f64>,
     /// Notebook-level error (malformed file, kernel failed to start, ...).
     pub error: Option<String>,
@@ -89,6 +95,8 @@ pub struct Report {
     pub ok: bool,
     /// Whether this was an `--update` run.
     pub update: bool,
+    /// The engine asked for (`--engine`).
+    pub engine: EngineKind,
     /// Timeout per cell, in seconds.
     pub timeout_seconds: f64,
     /// Sums over notebooks.
@@ -97,26 +105,77 @@ pub struct Report {
     pub notebooks: Vec<NotebookReport>,
 }
 
+/// How a notebook's engine started, for the report.
+#[derive(Debug, Clone, Default)]
+pub struct EngineUse {
+    /// The engine that ran the cells (none when none started).
+    pub engine: Option<EngineKind>,
+    /// Why the batch engine handed the notebook to evcxr.
+    pub fallback: Option<String>,
+    /// Seconds to start it.
+    pub startup_seconds: Option<f64>,
+}
+
+/// Whether `--update` wrote the notebook, or why not.
+#[derive(Debug, Clone, Default)]
+pub struct Written {
+    /// The file was rewritten.
+    pub written: bool,
+    /// Why it could not be.
+    pub write_error: Option<String>,
+}
+
 impl NotebookReport {
-    /// Recounts passed/failed/skipped from the cell results.
-    pub fn recount(&mut self) {
+    /// The one constructor: counts come from the cell results.
+    pub fn new(
+        path: String,
+        engine: EngineUse,
+        cell_results: Vec<CellReport>,
+        error: Option<String>,
+        written: Written,
+        seconds: f64,
+    ) -> NotebookReport {
         let count = |status| {
-            self.cell_results
+            cell_results
                 .iter()
-                .filter(|cell| cell.status == status)
+                .filter(|cell: &&CellReport| cell.status == status)
                 .count()
         };
-        self.passed = count(CellStatus::Passed);
-        self.failed = count(CellStatus::Failed);
-        self.skipped = count(CellStatus::Skipped);
+        NotebookReport {
+            path,
+            cells: cell_results.len(),
+            passed: count(CellStatus::Passed),
+            failed: count(CellStatus::Failed),
+            skipped: count(CellStatus::Skipped),
+            seconds,
+            engine: engine.engine,
+            fallback: engine.fallback,
+            startup_seconds: engine.startup_seconds,
+            error,
+            written: written.written,
+            write_error: written.write_error,
+            cell_results,
+        }
     }
 
     /// Text for one notebook: a line per code cell, diffs indented below.
     pub fn render(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "{}", self.path);
-        if let Some(seconds) = self.startup_seconds {
-            let _ = writeln!(out, "  evcxr started in {seconds:.2} s");
+        if let Some(reason) = &self.fallback {
+            let _ = writeln!(out, "  batch engine fell back to evcxr: {reason}");
+        }
+        match (self.engine, self.startup_seconds) {
+            (Some(EngineKind::Evcxr), Some(seconds)) => {
+                let _ = writeln!(out, "  evcxr started in {seconds:.2} s");
+            }
+            (Some(EngineKind::Batch), Some(seconds)) => {
+                let _ = writeln!(
+                    out,
+                    "  batch engine: built and ran as one program in {seconds:.2} s"
+                );
+            }
+            _ => {}
         }
         if let Some(error) = &self.error {
             let _ = writeln!(out, "  ERROR {error}");
@@ -161,6 +220,36 @@ impl NotebookReport {
 }
 
 impl Report {
+    /// The whole run's report; totals come from the notebooks, and it is ok when no cell
+    /// failed and no notebook had an error.
+    pub fn new(
+        notebooks: Vec<NotebookReport>,
+        update: bool,
+        engine: EngineKind,
+        timeout_seconds: f64,
+    ) -> Report {
+        let mut totals = Totals {
+            notebooks: notebooks.len(),
+            ..Totals::default()
+        };
+        for n in &notebooks {
+            totals.cells += n.cells;
+            totals.passed += n.passed;
+            totals.failed += n.failed;
+            totals.skipped += n.skipped;
+            totals.errors += usize::from(n.error.is_some() || n.write_error.is_some());
+            totals.seconds += n.seconds;
+        }
+        Report {
+            ok: totals.failed == 0 && totals.errors == 0,
+            update,
+            engine,
+            timeout_seconds,
+            totals,
+            notebooks,
+        }
+    }
+
     /// The summary table.
     pub fn render_summary(&self) -> String {
         let width = self
@@ -177,14 +266,13 @@ impl Report {
                    p: &dyn std::fmt::Display,
                    f: &dyn std::fmt::Display,
                    s: &dyn std::fmt::Display,
-                   t: &dyn std::fmt::Display| {
-            let _ = writeln!(
-                out,
-                "{name:<width$}  {c:>5}  {p:>6}  {f:>6}  {s:>7}  {t:>8}"
-            );
+                   t: &dyn std::fmt::Display,
+                   e: &str| {
+            let line = format!("{name:<width$}  {c:>5}  {p:>6}  {f:>6}  {s:>7}  {t:>8}  {e}");
+            let _ = writeln!(out, "{}", line.trim_end());
         };
         row(
-            &mut out, "notebook", &"cells", &"passed", &"failed", &"skipped", &"seconds",
+            &mut out, "notebook", &"cells", &"passed", &"failed", &"skipped", &"seconds", "engine",
         );
         for n in &self.notebooks {
             let failed: &dyn std::fmt::Display = if n.error.is_some() && n.failed == 0 {
@@ -200,6 +288,11 @@ impl Report {
                 failed,
                 &n.skipped,
                 &format!("{:.2}", n.seconds),
+                &match (n.engine, &n.fallback) {
+                    (Some(engine), None) => engine.to_string(),
+                    (Some(engine), Some(_)) => format!("{engine} (batch fell back)"),
+                    (None, _) => "-".to_owned(),
+                },
             );
         }
         let t = &self.totals;
@@ -211,6 +304,7 @@ impl Report {
             &t.failed,
             &t.skipped,
             &format!("{:.2}", t.seconds),
+            "",
         );
         if t.errors > 0 {
             let _ = writeln!(out, "{} notebook error(s)", t.errors);

@@ -11,10 +11,11 @@
 //! is abandoned. Either way the rest of that notebook is not run, because the
 //! kernel lost its variables.
 
+use super::engine::{push_line, CellRun, Output, Raised, Session};
 use crate::error::{Error, Result};
 use crate::problem;
 use regex::Regex;
-use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -41,29 +42,13 @@ pub struct KernelOptions {
     pub cache_mib: u64,
 }
 
-/// The result of one cell.
-#[derive(Debug, Clone)]
-pub struct CellRun {
-    /// nbformat outputs as evcxr_jupyter would have stored them.
-    pub outputs: Vec<Value>,
-    /// Why the cell counts as having raised (error output, panic, crash).
-    pub raised: Option<String>,
-    /// Wall-clock seconds of `execute` (compilation plus running).
-    pub seconds: f64,
-    /// Whether the cell was killed for running past the timeout.
-    pub timed_out: bool,
-    /// Set when the kernel cannot run further cells of this notebook.
-    pub kernel_lost: Option<String>,
-}
-
 struct Request {
     code: String,
-    execution_count: Option<u64>,
 }
 
 struct Reply {
-    outputs: Vec<Value>,
-    raised: Option<String>,
+    outputs: Vec<Output>,
+    raised: Option<Raised>,
     seconds: f64,
 }
 
@@ -150,20 +135,14 @@ impl Kernel {
         }
     }
 
-    /// Why no further cells can run in this kernel, if so.
-    pub fn lost_reason(&self) -> Option<&str> {
-        self.lost.as_deref()
-    }
-
     /// Runs one cell, enforcing the timeout.
-    pub fn run(&mut self, code: &str, execution_count: Option<u64>) -> CellRun {
+    pub fn run(&mut self, code: &str) -> CellRun {
         if let Some(reason) = &self.lost {
             return lost_run(reason.clone(), 0.0);
         }
         let started = Instant::now();
         let request = Request {
             code: code.to_owned(),
-            execution_count,
         };
         let sent = self
             .requests
@@ -178,8 +157,6 @@ impl Kernel {
                 outputs: reply.outputs,
                 raised: reply.raised,
                 seconds: reply.seconds,
-                timed_out: false,
-                kernel_lost: None,
             },
             Err(RecvTimeoutError::Disconnected) => {
                 self.lose("evcxr crashed (internal panic)".into(), started)
@@ -202,15 +179,13 @@ impl Kernel {
                 };
                 let mut outputs = reply.map(|reply| reply.outputs).unwrap_or_default();
                 // Like Jupyter's report of an interrupted cell.
-                outputs.retain(|output| output["output_type"] != "error");
-                outputs.push(error_output(&message, vec![message.clone()]));
+                outputs.retain(|output| !matches!(output, Output::Error { .. }));
+                outputs.push(Output::error(&message));
                 self.lost = Some("not run: an earlier cell timed out".into());
                 CellRun {
                     outputs,
-                    raised: Some(message),
+                    raised: Some(Raised::TimedOut(message)),
                     seconds: started.elapsed().as_secs_f64(),
-                    timed_out: true,
-                    kernel_lost: self.lost.clone(),
                 }
             }
         }
@@ -218,9 +193,7 @@ impl Kernel {
 
     fn lose(&mut self, reason: String, started: Instant) -> CellRun {
         self.lost = Some(format!("not run: {reason}"));
-        let mut run = lost_run(reason, started.elapsed().as_secs_f64());
-        run.kernel_lost = self.lost.clone();
-        run
+        lost_run(reason, started.elapsed().as_secs_f64())
     }
 
     /// Stops the context: closing the request channel ends the worker, which
@@ -236,17 +209,29 @@ impl Kernel {
     }
 }
 
-fn lost_run(reason: String, seconds: f64) -> CellRun {
-    CellRun {
-        outputs: vec![error_output(&reason, vec![reason.clone()])],
-        raised: Some(reason.clone()),
-        seconds,
-        timed_out: false,
-        kernel_lost: Some(reason),
+impl Session for Kernel {
+    fn run(&mut self, _position: usize, code: &str) -> CellRun {
+        Kernel::run(self, code)
+    }
+
+    fn lost(&self) -> Option<&str> {
+        self.lost.as_deref()
+    }
+
+    fn shutdown(self: Box<Self>) {
+        Kernel::shutdown(*self);
     }
 }
 
-fn first_line(text: &str) -> String {
+fn lost_run(reason: String, seconds: f64) -> CellRun {
+    CellRun {
+        outputs: vec![Output::error(&reason)],
+        raised: Some(Raised::Lost(reason)),
+        seconds,
+    }
+}
+
+pub(super) fn first_line(text: &str) -> String {
     text.lines()
         .map(str::trim)
         .find(|line| !line.is_empty())
@@ -300,7 +285,7 @@ fn worker(
         let seconds = started.elapsed().as_secs_f64();
         settle(&collected);
         let lines = std::mem::take(&mut *collected.lines.lock().unwrap());
-        let (outputs, raised) = to_nbformat(lines, result, request.execution_count);
+        let (outputs, raised) = outcome(lines, result);
         if replies
             .send(Reply {
                 outputs,
@@ -350,77 +335,45 @@ fn settle(collected: &Collected) {
 
 /// Rust's panic message: "thread 'main' panicked at ..." (newer toolchains
 /// add the thread id: "thread '<unnamed>' (1234) panicked at ...").
-fn panic_line() -> &'static Regex {
+pub(super) fn panic_line() -> &'static Regex {
     static PANIC: OnceLock<Regex> = OnceLock::new();
     PANIC.get_or_init(|| Regex::new(r"(?m)^thread '[^']*'(?: \(\d+\))? panicked at .*$").unwrap())
 }
 
-/// Converts collected stream lines and evcxr's result into nbformat outputs,
-/// mirroring evcxr_jupyter 0.22: each line becomes a stream message
-/// `line + "\n"` (Jupyter merges consecutive messages of the same stream into
-/// one output), then an `execute_result` holding `content_by_mime_type`
-/// (JSON MIME types parsed), then a "Took Nms" HTML result when `:timing` is
-/// on, or one `error` output per compilation error.
-fn to_nbformat(
+/// The typed outcome of a cell, mirroring evcxr_jupyter 0.22: each line becomes a stream
+/// message `line + "\n"` (Jupyter merges consecutive messages of one stream), then an
+/// `execute_result` holding `content_by_mime_type`, then a "Took Nms" HTML result when
+/// `:timing` is on, or one `error` output per compilation error.
+fn outcome(
     lines: Vec<(&'static str, String)>,
     result: Result<evcxr::EvalOutputs, evcxr::Error>,
-    execution_count: Option<u64>,
-) -> (Vec<Value>, Option<String>) {
-    let mut outputs: Vec<Value> = Vec::new();
-    let mut current: Option<(&'static str, String)> = None;
-    for (name, line) in lines {
-        match &mut current {
-            Some((current_name, text)) if *current_name == name => {
-                text.push_str(&line);
-                text.push('\n');
-            }
-            _ => {
-                if let Some((name, text)) = current.take() {
-                    outputs.push(stream_output(name, &text));
-                }
-                current = Some((name, format!("{line}\n")));
-            }
-        }
-    }
-    let mut stderr_text = String::new();
-    if let Some((name, text)) = current.take() {
-        outputs.push(stream_output(name, &text));
-    }
-    for output in &outputs {
-        if output["name"] == "stderr" {
-            stderr_text.push_str(&super::notebook::join_text(&output["text"]).unwrap_or_default());
-        }
-    }
+) -> (Vec<Output>, Option<Raised>) {
+    let mut outputs = Vec::new();
     // evcxr catches panics (the cell "succeeds" with the panic on stderr);
     // nbval-style checking must still treat them as raised.
-    let mut raised = panic_line()
-        .find(&stderr_text)
-        .map(|found| found.as_str().to_owned());
-    let count = execution_count.map(Value::from).unwrap_or(Value::Null);
+    let mut raised = None;
+    for (name, line) in &lines {
+        let stderr = *name == "stderr";
+        if stderr && raised.is_none() && panic_line().is_match(line) {
+            raised = Some(Raised::Panic(line.clone()));
+        }
+        push_line(&mut outputs, stderr, line);
+    }
     match result {
         Ok(eval) => {
             if !eval.is_empty() {
-                let mut data = Map::new();
-                for (mime, content) in eval.content_by_mime_type {
-                    let value = if mime.contains("json") {
-                        serde_json::from_str(&content).unwrap_or(Value::String(content))
-                    } else {
-                        split_text(&mime, content)
-                    };
-                    data.insert(mime, value);
-                }
-                outputs.push(execute_result(data, &count));
+                outputs.push(Output::Result(
+                    eval.content_by_mime_type.into_iter().collect(),
+                ));
             }
             if let Some(duration) = eval.timing {
-                let mut data = Map::new();
-                data.insert(
-                    "text/html".into(),
-                    Value::String(format!(
+                outputs.push(Output::Result(BTreeMap::from([(
+                    "text/html".to_owned(),
+                    format!(
                         "<span style=\"color: rgba(0,0,0,0.4);\">Took {}ms</span>",
                         duration.as_millis()
-                    )),
-                );
-                outputs.push(execute_result(data, &count));
+                    ),
+                )])));
             }
         }
         Err(evcxr::Error::CompilationErrors(errors)) => {
@@ -446,24 +399,24 @@ fn to_nbformat(
                     }
                 }
                 traceback.push(error.message());
-                outputs.push(error_output(&error.message(), traceback));
+                outputs.push(Output::Error {
+                    evalue: error.message(),
+                    traceback,
+                });
             }
-            raised = Some(format!(
-                "compilation failed: {}",
+            raised = Some(Raised::Compilation(
                 errors
                     .first()
                     .map(|error| first_line(&error.message()))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
             ));
         }
         Err(error) => {
             let text = error.to_string();
-            outputs.push(error_output(&text, vec![text.clone()]));
+            outputs.push(Output::error(&text));
             raised = Some(match error {
-                evcxr::Error::SubprocessTerminated(_) => {
-                    format!("kernel child process died: {}", last_line(&text))
-                }
-                _ => format!("error: {}", first_line(&text)),
+                evcxr::Error::SubprocessTerminated(_) => Raised::ChildDied(last_line(&text)),
+                _ => Raised::Error(first_line(&text)),
             });
         }
     }
@@ -478,46 +431,11 @@ fn last_line(text: &str) -> String {
         .to_owned()
 }
 
-/// nbformat splits text MIME values into lines; binary (base64) ones not.
-fn split_text(mime: &str, content: String) -> Value {
-    if mime.starts_with("text/") || mime == "image/svg+xml" || mime == "application/javascript" {
-        super::notebook::split_lines(&content)
-    } else {
-        Value::String(content)
-    }
-}
-
-fn stream_output(name: &str, text: &str) -> Value {
-    serde_json::json!({
-        "name": name,
-        "output_type": "stream",
-        "text": super::notebook::split_lines(text),
-    })
-}
-
-fn execute_result(data: Map<String, Value>, count: &Value) -> Value {
-    serde_json::json!({
-        "data": data,
-        "execution_count": count,
-        "metadata": {},
-        "output_type": "execute_result",
-    })
-}
-
-fn error_output(evalue: &str, traceback: Vec<String>) -> Value {
-    serde_json::json!({
-        "ename": "Error",
-        "evalue": evalue,
-        "output_type": "error",
-        "traceback": traceback,
-    })
-}
-
 /// Kills the evcxr runtime child and, on Linux, every other descendant of
 /// this process (cargo, rustc and the rustc wrapper evcxr runs through this
 /// binary). Used only after a timeout, when the notebook's kernel is
 /// abandoned anyway.
-fn kill_descendants(process: Option<&ProcessHandle>) {
+pub(super) fn kill_descendants(process: Option<&ProcessHandle>) {
     if let Some(process) = process {
         // try_lock: evcxr may hold the lock while reaping a dead child.
         if let Ok(mut child) = process.try_lock() {

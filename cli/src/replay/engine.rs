@@ -1,0 +1,284 @@
+//! The one seam between the replay loop and the engines that run cells: a notebook's
+//! [`Session`] runs one code cell at a time and answers with typed outputs ([`CellRun`]), so
+//! the loop never knows whether evcxr compiled that cell alone or the batch engine compiled
+//! the whole notebook as one program. Outputs stay typed until a notebook is compared or
+//! written; [`Output::to_nbformat`] is the one place that makes nbformat JSON of them.
+
+use super::batch;
+use super::notebook::{split_lines, Notebook};
+use super::runner::{Kernel, KernelOptions};
+use indicatif::ProgressBar;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Which engine runs a notebook's cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    /// The whole notebook as one compiled program; falls back to evcxr when it cannot.
+    Batch,
+    /// One evcxr context, each cell compiled on its own (as the Jupyter kernel does).
+    Evcxr,
+}
+
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EngineKind::Batch => "batch",
+            EngineKind::Evcxr => "evcxr",
+        })
+    }
+}
+
+/// One output of a cell, as evcxr_jupyter 0.22 would send it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Stream text (each line of the child's output plus "\n"), stdout or stderr.
+    Stream {
+        /// Whether this is stderr (else stdout).
+        stderr: bool,
+        /// The text, lines ending in "\n".
+        text: String,
+    },
+    /// An `execute_result`: MIME type to content (JSON types are parsed when written).
+    Result(BTreeMap<String, String>),
+    /// An `error` output.
+    Error {
+        /// The error's message.
+        evalue: String,
+        /// Its traceback lines.
+        traceback: Vec<String>,
+    },
+}
+
+impl Output {
+    /// An error output whose traceback is its message.
+    pub fn error(message: &str) -> Output {
+        Output::Error {
+            evalue: message.to_owned(),
+            traceback: vec![message.to_owned()],
+        }
+    }
+
+    /// The nbformat JSON of this output; `count` is the cell's execution count.
+    pub fn to_nbformat(&self, count: Option<u64>) -> Value {
+        match self {
+            Output::Stream { stderr, text } => serde_json::json!({
+                "name": if *stderr { "stderr" } else { "stdout" },
+                "output_type": "stream",
+                "text": split_lines(text),
+            }),
+            Output::Result(data) => {
+                let data: Map<String, Value> = data
+                    .iter()
+                    .map(|(mime, content)| (mime.clone(), mime_value(mime, content)))
+                    .collect();
+                serde_json::json!({
+                    "data": data,
+                    "execution_count": count.map(Value::from).unwrap_or(Value::Null),
+                    "metadata": {},
+                    "output_type": "execute_result",
+                })
+            }
+            Output::Error { evalue, traceback } => serde_json::json!({
+                "ename": "Error",
+                "evalue": evalue,
+                "output_type": "error",
+                "traceback": traceback,
+            }),
+        }
+    }
+}
+
+/// nbformat keeps JSON MIME types parsed, splits text ones into lines and leaves binary
+/// (base64) ones whole.
+fn mime_value(mime: &str, content: &str) -> Value {
+    if mime.contains("json") {
+        serde_json::from_str(content).unwrap_or_else(|_| Value::String(content.to_owned()))
+    } else if mime.starts_with("text/")
+        || mime == "image/svg+xml"
+        || mime == "application/javascript"
+    {
+        split_lines(content)
+    } else {
+        Value::String(content.to_owned())
+    }
+}
+
+/// Adds stream lines as Jupyter does: consecutive lines of one stream form one output.
+pub fn push_line(outputs: &mut Vec<Output>, stderr: bool, line: &str) {
+    if let Some(Output::Stream { stderr: last, text }) = outputs.last_mut() {
+        if *last == stderr {
+            text.push_str(line);
+            text.push('\n');
+            return;
+        }
+    }
+    outputs.push(Output::Stream {
+        stderr,
+        text: format!("{line}\n"),
+    });
+}
+
+/// Why a cell counts as having raised (nbval's sense).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Raised {
+    /// Rust's panic line on stderr (evcxr catches the panic; the cell "succeeds").
+    Panic(String),
+    /// The first line of the first compile error.
+    Compilation(String),
+    /// Another evcxr error (first line).
+    Error(String),
+    /// The child process died (last line of evcxr's message).
+    ChildDied(String),
+    /// The cell ran past the timeout and was killed; the notebook stops here.
+    TimedOut(String),
+    /// The kernel cannot run this or any further cell of the notebook.
+    Lost(String),
+}
+
+impl Raised {
+    /// Whether the rest of the notebook cannot run (and so must not be written).
+    pub fn aborts(&self) -> bool {
+        matches!(self, Raised::TimedOut(_) | Raised::Lost(_))
+    }
+}
+
+impl std::fmt::Display for Raised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Raised::Panic(line) => f.write_str(line),
+            Raised::Compilation(first) => write!(f, "compilation failed: {first}"),
+            Raised::Error(first) => write!(f, "error: {first}"),
+            Raised::ChildDied(last) => write!(f, "kernel child process died: {last}"),
+            Raised::TimedOut(message) | Raised::Lost(message) => f.write_str(message),
+        }
+    }
+}
+
+/// What running one cell gave.
+#[derive(Debug, Clone)]
+pub struct CellRun {
+    /// The outputs, in order.
+    pub outputs: Vec<Output>,
+    /// Why the cell counts as having raised, if it does.
+    pub raised: Option<Raised>,
+    /// Seconds the cell took (evcxr: compile and run; batch: run only).
+    pub seconds: f64,
+}
+
+/// One notebook's running engine.
+pub trait Session {
+    /// Runs the code cell at `position` (its index among all the notebook's cells), whose
+    /// source is `code`. Cells come in order; nbval-skip cells never come.
+    fn run(&mut self, position: usize, code: &str) -> CellRun;
+    /// Why no further cell can run, if so.
+    fn lost(&self) -> Option<&str>;
+    /// Ends the session.
+    fn shutdown(self: Box<Self>);
+}
+
+/// Settings for every notebook's engine.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// The engine asked for.
+    pub kind: EngineKind,
+    /// evcxr's settings (also the batch engine's timeout per cell).
+    pub kernel: KernelOptions,
+}
+
+/// A started session and how it came to be.
+pub struct Started {
+    /// The session.
+    pub session: Box<dyn Session>,
+    /// The engine that runs the cells.
+    pub engine: EngineKind,
+    /// Why the batch engine handed the notebook to evcxr.
+    pub fallback: Option<String>,
+    /// Seconds to start: evcxr's start-up, or the batch engine's build and run.
+    pub startup_seconds: f64,
+}
+
+/// Why no engine could start, and whether the batch engine had fallen back first.
+pub struct NotStarted {
+    /// The error.
+    pub error: String,
+    /// Why the batch engine handed the notebook to evcxr.
+    pub fallback: Option<String>,
+}
+
+/// Starts the engine for `notebook`, the file `path` (whose folder is the current one;
+/// `label` names it on the progress bar): the batch engine when asked and able, else evcxr.
+pub fn start(
+    notebook: &Notebook,
+    path: &Path,
+    label: &str,
+    options: &EngineOptions,
+    progress: &ProgressBar,
+) -> Result<Started, NotStarted> {
+    let mut fallback = None;
+    if options.kind == EngineKind::Batch {
+        progress.set_message(format!("{label} (building it as one program)"));
+        match batch::start(notebook, path, options.kernel.timeout) {
+            Ok((session, seconds)) => {
+                return Ok(Started {
+                    session: Box::new(session),
+                    engine: EngineKind::Batch,
+                    fallback: None,
+                    startup_seconds: seconds,
+                })
+            }
+            Err(reason) => fallback = Some(reason),
+        }
+    }
+    progress.set_message(format!("{label} (starting evcxr)"));
+    match Kernel::start(&options.kernel) {
+        Ok((kernel, seconds)) => Ok(Started {
+            session: Box::new(kernel),
+            engine: EngineKind::Evcxr,
+            fallback,
+            startup_seconds: seconds,
+        }),
+        Err(error) => Err(NotStarted {
+            error: error.to_string(),
+            fallback,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_of_one_stream_merge_and_a_switch_starts_a_new_output() {
+        let mut outputs = Vec::new();
+        push_line(&mut outputs, false, "a");
+        push_line(&mut outputs, false, "b");
+        push_line(&mut outputs, true, "c");
+        push_line(&mut outputs, false, "d");
+        let json: Vec<Value> = outputs.iter().map(|o| o.to_nbformat(None)).collect();
+        assert_eq!(json[0]["text"], serde_json::json!(["a\n", "b\n"]));
+        assert_eq!(json[1]["name"], "stderr");
+        assert_eq!(json[2]["text"], serde_json::json!(["d\n"]));
+    }
+
+    #[test]
+    fn results_parse_json_split_text_and_keep_base64_whole() {
+        let data = BTreeMap::from([
+            ("application/json".to_owned(), "{\"a\": 1}".to_owned()),
+            ("text/html".to_owned(), "<b>\nx</b>".to_owned()),
+            ("image/png".to_owned(), "iVBO\nRw0".to_owned()),
+        ]);
+        let json = Output::Result(data).to_nbformat(Some(3));
+        assert_eq!(json["data"]["application/json"]["a"], 1);
+        assert_eq!(
+            json["data"]["text/html"],
+            serde_json::json!(["<b>\n", "x</b>"])
+        );
+        assert_eq!(json["data"]["image/png"], "iVBO\nRw0");
+        assert_eq!(json["execution_count"], 3);
+    }
+}
