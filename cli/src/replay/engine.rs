@@ -14,6 +14,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Which engine runs a notebook's cells.
+///
+/// ```
+/// use attention_lab_cli::replay::engine::EngineKind;
+/// assert_eq!(EngineKind::Batch.to_string(), "batch");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum EngineKind {
@@ -33,6 +38,12 @@ impl std::fmt::Display for EngineKind {
 }
 
 /// One output of a cell, as evcxr_jupyter 0.22 would send it.
+///
+/// ```
+/// use attention_lab_cli::replay::engine::Output;
+/// let text = Output::Stream { stderr: false, text: "hi\n".into() };
+/// assert_eq!(text.to_nbformat(None)["text"][0], "hi\n");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
     /// Stream text (each line of the child's output plus "\n"), stdout or stderr.
@@ -55,6 +66,11 @@ pub enum Output {
 
 impl Output {
     /// An error output whose traceback is its message.
+    ///
+    /// ```
+    /// use attention_lab_cli::replay::engine::Output;
+    /// assert_eq!(Output::error("boom").to_nbformat(None)["evalue"], "boom");
+    /// ```
     pub fn error(message: &str) -> Output {
         Output::Error {
             evalue: message.to_owned(),
@@ -63,6 +79,13 @@ impl Output {
     }
 
     /// The nbformat JSON of this output; `count` is the cell's execution count.
+    ///
+    /// ```
+    /// use attention_lab_cli::replay::engine::Output;
+    /// use std::collections::BTreeMap;
+    /// let shown = Output::Result(BTreeMap::from([("text/plain".into(), "6".into())]));
+    /// assert_eq!(shown.to_nbformat(Some(4))["execution_count"], 4);
+    /// ```
     pub fn to_nbformat(&self, count: Option<u64>) -> Value {
         match self {
             Output::Stream { stderr, text } => serde_json::json!({
@@ -108,6 +131,14 @@ fn mime_value(mime: &str, content: &str) -> Value {
 }
 
 /// Adds stream lines as Jupyter does: consecutive lines of one stream form one output.
+///
+/// ```
+/// use attention_lab_cli::replay::engine::{push_line, Output};
+/// let mut outputs = Vec::new();
+/// push_line(&mut outputs, false, "a");
+/// push_line(&mut outputs, false, "b");
+/// assert_eq!(outputs, [Output::Stream { stderr: false, text: "a\nb\n".into() }]);
+/// ```
 pub fn push_line(outputs: &mut Vec<Output>, stderr: bool, line: &str) {
     if let Some(Output::Stream { stderr: last, text }) = outputs.last_mut() {
         if *last == stderr {
@@ -123,6 +154,12 @@ pub fn push_line(outputs: &mut Vec<Output>, stderr: bool, line: &str) {
 }
 
 /// Why a cell counts as having raised (nbval's sense).
+///
+/// ```
+/// use attention_lab_cli::replay::engine::Raised;
+/// let late = Raised::TimedOut("cell timed out after 2 s and was killed".into());
+/// assert!(late.aborts() && !Raised::Compilation("mismatched types".into()).aborts());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Raised {
     /// Rust's panic line on stderr (evcxr catches the panic; the cell "succeeds").
@@ -159,6 +196,12 @@ impl std::fmt::Display for Raised {
 }
 
 /// What running one cell gave.
+///
+/// ```
+/// use attention_lab_cli::replay::engine::{CellRun, Output};
+/// let run = CellRun { outputs: vec![Output::error("boom")], raised: None, seconds: 0.5 };
+/// assert_eq!(run.outputs.len(), 1);
+/// ```
 #[derive(Debug, Clone)]
 pub struct CellRun {
     /// The outputs, in order.
@@ -170,6 +213,25 @@ pub struct CellRun {
 }
 
 /// One notebook's running engine.
+///
+/// ```
+/// use attention_lab_cli::replay::engine::{CellRun, Output, Session};
+/// /// Echoes each cell's code on stdout.
+/// struct Echo;
+/// impl Session for Echo {
+///     fn run(&mut self, _position: usize, code: &str) -> CellRun {
+///         let outputs = vec![Output::Stream { stderr: false, text: format!("{code}\n") }];
+///         CellRun { outputs, raised: None, seconds: 0.0 }
+///     }
+///     fn lost(&self) -> Option<&str> {
+///         None
+///     }
+///     fn shutdown(self: Box<Self>) {}
+/// }
+/// let mut session: Box<dyn Session> = Box::new(Echo);
+/// assert_eq!(session.run(1, "1 + 1").outputs.len(), 1);
+/// session.shutdown();
+/// ```
 pub trait Session {
     /// Runs the code cell at `position` (its index among all the notebook's cells), whose
     /// source is `code`. Cells come in order; nbval-skip cells never come.
@@ -181,6 +243,14 @@ pub trait Session {
 }
 
 /// Settings for every notebook's engine.
+///
+/// ```
+/// use attention_lab_cli::replay::engine::{EngineKind, EngineOptions};
+/// use attention_lab_cli::replay::runner::KernelOptions;
+/// let kernel = KernelOptions { timeout: std::time::Duration::from_secs(60), cache_mib: 500 };
+/// let options = EngineOptions { kind: EngineKind::Batch, kernel };
+/// assert_eq!(options.kind, EngineKind::Batch);
+/// ```
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
     /// The engine asked for.
@@ -189,7 +259,7 @@ pub struct EngineOptions {
     pub kernel: KernelOptions,
 }
 
-/// A started session and how it came to be.
+/// A started session and how it came to be (what [`start`] gives).
 pub struct Started {
     /// The session.
     pub session: Box<dyn Session>,
@@ -201,7 +271,8 @@ pub struct Started {
     pub startup_seconds: f64,
 }
 
-/// Why no engine could start, and whether the batch engine had fallen back first.
+/// Why no engine could start, and whether the batch engine had fallen back first (what
+/// [`start`] gives when it fails).
 pub struct NotStarted {
     /// The error.
     pub error: String,
@@ -211,6 +282,24 @@ pub struct NotStarted {
 
 /// Starts the engine for `notebook`, the file `path` (whose folder is the current one;
 /// `label` names it on the progress bar): the batch engine when asked and able, else evcxr.
+///
+/// ```no_run
+/// use attention_lab_cli::replay::engine::{start, EngineKind, EngineOptions};
+/// use attention_lab_cli::replay::notebook::Notebook;
+/// use attention_lab_cli::replay::runner::KernelOptions;
+/// let path = std::path::Path::new("notebooks/002_problem_sheet.ipynb");
+/// let notebook = Notebook::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+/// let kernel = KernelOptions { timeout: std::time::Duration::from_secs(120), cache_mib: 500 };
+/// let options = EngineOptions { kind: EngineKind::Batch, kernel };
+/// let bar = indicatif::ProgressBar::hidden();
+/// if let Ok(started) = start(&notebook, path, "002", &options, &bar) {
+///     println!("{} ({:?})", started.engine, started.fallback);
+///     started.session.shutdown();
+/// }
+/// ```
+///
+/// # Errors
+/// Neither engine started: evcxr's error, and the batch engine's reason to fall back.
 pub fn start(
     notebook: &Notebook,
     path: &Path,

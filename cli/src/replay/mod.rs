@@ -3,7 +3,7 @@
 
 use crate::error::{io_text, print, warn, Error, Result};
 use crate::problem;
-pub mod batch;
+mod batch;
 pub mod compare;
 pub mod engine;
 pub mod notebook;

@@ -106,6 +106,11 @@ pub struct Report {
 }
 
 /// How a notebook's engine started, for the report.
+///
+/// ```
+/// use attention_lab_cli::replay::report::EngineUse;
+/// assert_eq!(EngineUse::default().engine, None);
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct EngineUse {
     /// The engine that ran the cells (none when none started).
@@ -117,6 +122,11 @@ pub struct EngineUse {
 }
 
 /// Whether `--update` wrote the notebook, or why not.
+///
+/// ```
+/// use attention_lab_cli::replay::report::Written;
+/// assert!(!Written::default().written);
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Written {
     /// The file was rewritten.
@@ -127,6 +137,13 @@ pub struct Written {
 
 impl NotebookReport {
     /// The one constructor: counts come from the cell results.
+    ///
+    /// ```
+    /// use attention_lab_cli::replay::report::{EngineUse, NotebookReport, Written};
+    /// let report = NotebookReport::new("a.ipynb".into(), EngineUse::default(), Vec::new(),
+    ///     Some("malformed notebook: not UTF-8 text".into()), Written::default(), 0.0);
+    /// assert_eq!((report.cells, report.failed), (0, 0));
+    /// ```
     pub fn new(
         path: String,
         engine: EngineUse,
@@ -222,6 +239,15 @@ impl NotebookReport {
 impl Report {
     /// The whole run's report; totals come from the notebooks, and it is ok when no cell
     /// failed and no notebook had an error.
+    ///
+    /// ```
+    /// use attention_lab_cli::replay::engine::EngineKind;
+    /// use attention_lab_cli::replay::report::{EngineUse, NotebookReport, Report, Written};
+    /// let bad = NotebookReport::new("a.ipynb".into(), EngineUse::default(), Vec::new(),
+    ///     Some("malformed notebook".into()), Written::default(), 0.0);
+    /// let report = Report::new(vec![bad], false, EngineKind::Batch, 120.0);
+    /// assert_eq!((report.ok, report.totals.errors), (false, 1));
+    /// ```
     pub fn new(
         notebooks: Vec<NotebookReport>,
         update: bool,
