@@ -524,8 +524,9 @@ fn both_streams(cell: &Value) -> bool {
 /// that neither changed a stored output (but those of nbval-ignore-output cells, timings).
 /// Returns the number of code cells compared.
 fn engines_agree(from: &Path, test: &str) -> usize {
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("replay-agree-{test}-{}", std::process::id()));
+    // One folder a test, not a process: the batch engine keeps a build folder for each
+    // notebook path in the cache, which a new path a run would grow.
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("replay-agree-{test}"));
     let _ = std::fs::remove_dir_all(&root);
     let (evcxr_report, evcxr) = update_with("evcxr", from, &root);
     let (batch_report, batch) = update_with("batch", from, &root);
