@@ -252,7 +252,7 @@ fn serve(control_file: &Path) -> Result<()> {
 /// the `..`s to stop at `/` (a `/tmp` folder). Our build folders live deeper, in the cache.
 /// `None` when rustc cannot say (evcxr will then report rustc missing itself).
 #[cfg(unix)]
-fn library_path_with_libstd() -> Option<std::ffi::OsString> {
+pub(crate) fn library_path_with_libstd() -> Option<std::ffi::OsString> {
     let out = std::process::Command::new("rustc")
         .args(["--print", "target-libdir"])
         .output()
@@ -275,7 +275,7 @@ fn serve(_control_file: &Path) -> Result<()> {
 /// notebooks open at once never share one. A notebook's own folder (keyed by its session
 /// name) when it is free; else the first free shared slot.
 #[cfg(unix)]
-fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(PathBuf, fs::File)> {
+pub(crate) fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(PathBuf, fs::File)> {
     use std::os::fd::AsRawFd;
     fs::create_dir_all(root).map_err(|e| Error::io(root.display(), "create", e))?;
     let named = session.map(|s| format!("nb-{}", slug(s)));

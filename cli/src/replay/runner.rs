@@ -62,6 +62,8 @@ pub struct Kernel {
     thread: Option<std::thread::JoinHandle<()>>,
     timeout: Duration,
     lost: Option<String>,
+    /// Holds the lock on the kept build folder for as long as the context runs.
+    _build_lock: Option<std::fs::File>,
 }
 
 /// Sets the process's current folder for the lifetime of the guard and
@@ -96,6 +98,7 @@ impl Kernel {
         let (request_tx, request_rx) = mpsc::channel::<Request>();
         let (reply_tx, reply_rx) = mpsc::channel::<Reply>();
         let cache_mib = options.cache_mib;
+        let build_lock = keep_build_folder()?;
         let thread = std::thread::Builder::new()
             .name("evcxr-kernel".into())
             .spawn(move || worker(cache_mib, ready_tx, request_rx, reply_tx))
@@ -112,6 +115,7 @@ impl Kernel {
                     thread: Some(thread),
                     timeout: options.timeout,
                     lost: None,
+                    _build_lock: build_lock,
                 },
                 started.elapsed().as_secs_f64(),
             )),
@@ -237,6 +241,32 @@ pub(super) fn first_line(text: &str) -> String {
         .find(|line| !line.is_empty())
         .unwrap_or("")
         .to_owned()
+}
+
+/// Points evcxr at a kept build folder of the cache (`replay-evcxr/`), locked while this
+/// context runs, as `attention-lab kernel` does for each kernel: the path dependencies
+/// (attention-lab, the plot crate) are then compiled once, not in every new context, which
+/// evcxr's `:cache` skips (BENCHMARKS.md, "Levers": a third less CPU a notebook).
+/// `None` where the kernel's folders are not supported (not Unix).
+fn keep_build_folder() -> Result<Option<std::fs::File>> {
+    #[cfg(unix)]
+    {
+        let root = crate::kernel::cache_dir()?.join("replay-evcxr");
+        let (folder, lock) = crate::kernel::claim_build_dir(&root, None)?;
+        // evcxr reads its build folder from the environment when the context is made; the
+        // replay makes one context at a time, before its threads read the environment.
+        std::env::set_var("EVCXR_TMPDIR", &folder);
+        // Once: the cells' libstd folder goes first on the loader's path (see the kernel).
+        static LIBSTD: OnceLock<()> = OnceLock::new();
+        LIBSTD.get_or_init(|| {
+            if let Some(path) = crate::kernel::library_path_with_libstd() {
+                std::env::set_var("LD_LIBRARY_PATH", path);
+            }
+        });
+        Ok(Some(lock))
+    }
+    #[cfg(not(unix))]
+    Ok(None)
 }
 
 /// The worker thread: owns the evcxr context and runs cells on request.
