@@ -34,7 +34,7 @@ def main(paths):
         "median cell, all cells (s)": lambda r: statistics.median(s for _, _, s in cells(r)),
         "median cell after each notebook's first three (s)": lambda r: statistics.median(
             c["seconds"] for nb in r["notebooks"] for c in nb["cell_results"][3:] if c["seconds"] is not None),
-        "evcxr start-up, median over notebooks (s)": lambda r: statistics.median(
+        "start-up (evcxr starting, or the batch engine building), median over notebooks (s)": lambda r: statistics.median(
             nb["startup_seconds"] for nb in r["notebooks"]),
         "all notebooks together (s)": lambda r: r["totals"]["seconds"],
         "cells passed / run": lambda r: f'{r["totals"]["passed"]} / {r["totals"]["cells"]}',
