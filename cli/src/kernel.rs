@@ -231,6 +231,9 @@ fn serve(control_file: &Path) -> Result<()> {
     if let Some(path) = library_path_with_libstd() {
         command.env("LD_LIBRARY_PATH", path);
     }
+    if let Some(stub) = std_sources_for_analysis(&cache)? {
+        command.env(RUST_SRC_PATH, stub);
+    }
     let error = command
         .arg("--control_file")
         .arg(control_file)
@@ -266,6 +269,38 @@ pub(crate) fn library_path_with_libstd() -> Option<std::ffi::OsString> {
     std::env::join_paths(paths).ok()
 }
 
+/// The variable through which rust-analyzer finds the standard library's sources.
+pub(crate) const RUST_SRC_PATH: &str = "RUST_SRC_PATH";
+
+/// Where evcxr's rust-analyzer should look for the standard library's sources: an empty
+/// library folder of ours (`rust-src-none/` in the cache), unless the user has set
+/// `RUST_SRC_PATH` (then `None`, and theirs is kept).
+///
+/// evcxr asks rust-analyzer for the type of every new variable. Given the real sources
+/// (rustup's `rust-src`), rust-analyzer reads and resolves all of std, core and alloc once a
+/// kernel: 3.5 s more to start and 3 s more for the first cell with a `let` on this machine
+/// (BENCHMARKS.md). Without them it runs `rustup component add rust-src` at every start,
+/// which downloads the component, or waits on the network and fails. The notebooks spell
+/// out their variables' types, so the standard library's sources buy them nothing. An empty
+/// `core/` is what rust-analyzer takes for a sources folder, and it then finds no crates in it.
+///
+/// # Errors
+/// The folder cannot be made.
+pub(crate) fn std_sources_for_analysis(cache: &Path) -> Result<Option<PathBuf>> {
+    if std::env::var_os(RUST_SRC_PATH).is_some() {
+        return Ok(None);
+    }
+    empty_std_sources(cache).map(Some)
+}
+
+/// Makes (or finds) the empty sources folder `rust-src-none/` with its empty `core/`.
+fn empty_std_sources(cache: &Path) -> Result<PathBuf> {
+    let stub = cache.join("rust-src-none");
+    let core = stub.join("core");
+    fs::create_dir_all(&core).map_err(|e| Error::io(core.display(), "create", e))?;
+    Ok(stub)
+}
+
 #[cfg(not(unix))]
 fn serve(_control_file: &Path) -> Result<()> {
     Err("the kernel needs a Unix system (Linux or macOS)".to_owned())
@@ -278,6 +313,7 @@ fn serve(_control_file: &Path) -> Result<()> {
 pub(crate) fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(PathBuf, fs::File)> {
     use std::os::fd::AsRawFd;
     fs::create_dir_all(root).map_err(|e| Error::io(root.display(), "create", e))?;
+    write_cell_profile(root)?;
     let named = session.map(|s| format!("nb-{}", slug(s)));
     let slots = (0..64).map(|i| format!("slot-{i}"));
     for name in named.into_iter().chain(slots) {
@@ -297,6 +333,28 @@ pub(crate) fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(Pat
         "{}: all 64 build folders are in use by other kernels",
         root.display()
     ))
+}
+
+/// Cargo's settings for every build folder below `root`: a cell's crate at opt-level 0, its
+/// dependencies at 2.
+///
+/// evcxr writes `opt-level = 2` into its crate's manifest, for the cell and every dependency
+/// alike. Cargo reads `.cargo/config.toml` in the folders above the build, and a profile there
+/// overrides the manifest's, so a cell is compiled quickly while the library it calls stays
+/// optimised. Measured on notebooks 000 and 002 (BENCHMARKS.md, levers): the median cell
+/// 0.69 s at opt-level 2, 0.69 s at 1 and 0.38 s at 0. A cell is a few calls into the
+/// library; a long loop written in a cell runs unoptimised. evcxr's `:opt` has no effect here.
+fn write_cell_profile(root: &Path) -> Result<()> {
+    let dir = root.join(".cargo");
+    fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), "create", e))?;
+    let text = "# Written by attention-lab (cli/src/kernel.rs) for evcxr's build folders below.\n\
+                [profile.dev]\nopt-level = 0\n\n\
+                [profile.dev.package.\"*\"]\nopt-level = 2\n";
+    let config = dir.join("config.toml");
+    if fs::read_to_string(&config).is_ok_and(|t| t == text) {
+        return Ok(());
+    }
+    write_file(&config, text.as_bytes())
 }
 
 /// A file name for a notebook's session: its readable tail plus a hash of the whole path.
@@ -355,6 +413,22 @@ mod tests {
             name.starts_with("libstd-") && name.ends_with(".so")
         });
         assert!(has_libstd, "no libstd-*.so in {}", first.display());
+    }
+
+    /// rust-analyzer takes a folder for the standard library's sources when it has `core/`;
+    /// ours must hold nothing else, so that no crate of the standard library is loaded.
+    #[test]
+    fn empty_std_sources_is_a_core_folder_and_nothing_else() {
+        let cache = tempfile::tempdir().unwrap();
+        let first = empty_std_sources(cache.path()).unwrap();
+        let again = empty_std_sources(cache.path()).unwrap();
+        assert_eq!(first, again);
+        let entries: Vec<_> = fs::read_dir(&first)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(entries, ["core"]);
+        assert_eq!(fs::read_dir(first.join("core")).unwrap().count(), 0);
     }
 
     #[test]

@@ -251,11 +251,15 @@ pub(super) fn first_line(text: &str) -> String {
 fn keep_build_folder() -> Result<Option<std::fs::File>> {
     #[cfg(unix)]
     {
-        let root = crate::kernel::cache_dir()?.join("replay-evcxr");
-        let (folder, lock) = crate::kernel::claim_build_dir(&root, None)?;
+        let cache = crate::kernel::cache_dir()?;
+        let (folder, lock) = crate::kernel::claim_build_dir(&cache.join("replay-evcxr"), None)?;
         // evcxr reads its build folder from the environment when the context is made; the
         // replay makes one context at a time, before its threads read the environment.
         std::env::set_var("EVCXR_TMPDIR", &folder);
+        // As the kernel: rust-analyzer without the standard library's sources.
+        if let Some(stub) = crate::kernel::std_sources_for_analysis(&cache)? {
+            std::env::set_var(crate::kernel::RUST_SRC_PATH, stub);
+        }
         // Once: the cells' libstd folder goes first on the loader's path (see the kernel).
         static LIBSTD: OnceLock<()> = OnceLock::new();
         LIBSTD.get_or_init(|| {
@@ -303,6 +307,15 @@ fn worker(
     }
     if cache_mib > 0 {
         let _ = context.execute(&format!(":cache {cache_mib}"));
+    }
+    // As evcxr_jupyter starts a kernel: the folder's evcxr.toml (or evcxr's config folder)
+    // may declare dependencies and a prelude. Quiet: it would name the file on our stdout.
+    if let Err(error) = context.execute(":load_config --quiet") {
+        let _ = ready.send(Err(problem!(
+            "evcxr.toml: {}",
+            first_line(&error.to_string())
+        )));
+        return;
     }
     settle(&collected);
     collected.lines.lock().unwrap().clear();
