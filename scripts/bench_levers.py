@@ -30,17 +30,31 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-# name -> (evcxr.toml's [evcxr] table, extra environment; "{build}" is the lever's build folder)
+# name -> (notebooks/evcxr.toml's text, None for the repository's own; extra environment).
+# "{std}" is the toolchain's rust-src library folder. The replay keeps one build folder a
+# context, gives rust-analyzer no standard library sources and compiles a cell at opt-level 0
+# and its dependencies at 2 (cli/src/kernel.rs): "default".
 LEVERS = {
-    "default": ({}, {}),
-    "static-off": ({"allow_static_linking": "false"}, {}),
-    "catch-off": ({"preserve_vars_on_panic": "false"}, {}),
-    "offline": ({"offline_mode": "true"}, {}),
-    "opt-0": ({"opt_level": '"0"'}, {}),
-    "opt-1": ({"opt_level": '"1"'}, {}),
-    # As `attention-lab kernel serve` does: a kept build folder, and libstd's folder for the
-    # cells' loader (their RUNPATH is one folder off in deep folders; see cli/src/kernel.rs).
-    "build-dir": ({}, {"EVCXR_TMPDIR": "{build}", "LD_LIBRARY_PATH": "{libdir}"}),
+    "default": (None, {}),
+    # Before issue 10's second round: rust-analyzer reads rustup's rust-src (std, core, alloc),
+    # and every crate is compiled at evcxr's opt-level 2.
+    "before": (None, {"RUST_SRC_PATH": "{std}", "CARGO_PROFILE_DEV_OPT_LEVEL": "2"}),
+    "std-sources": (None, {"RUST_SRC_PATH": "{std}"}),
+    "static-off": ("[evcxr]\nallow_static_linking = false\n", {}),
+    "catch-off": ("[evcxr]\npreserve_vars_on_panic = false\n", {}),
+    "offline": ("[evcxr]\noffline_mode = true\n", {}),
+    "opt-0": ('[evcxr]\nopt_level = "0"\n', {}),
+    "opt-1": ('[evcxr]\nopt_level = "1"\n', {}),
+    # The cell's crate at another opt-level than the replay's 0 (dependencies stay at 2):
+    # the environment overrides the build folders' .cargo/config.toml.
+    "cell-opt-1": (None, {"CARGO_PROFILE_DEV_OPT_LEVEL": "1"}),
+    "cell-opt-2": (None, {"CARGO_PROFILE_DEV_OPT_LEVEL": "2"}),
+    # The cell's crate in one codegen unit (evcxr's Cargo.toml says 16; cargo's config wins).
+    "cgu-1": (None, {"CARGO_PROFILE_DEV_CODEGEN_UNITS": "1"}),
+    # The dependencies declared once, for every notebook of the folder: the kernel starts with
+    # them (evcxr_jupyter runs :load_config), and each notebook's own :dep cell then finds them.
+    "deps-toml": ('[dependencies]\nattention-lab = { path = ".." }\n'
+                  'attention-lab-plot = { path = "../plot" }\n', {}),
 }
 
 
@@ -52,12 +66,10 @@ def clone(lever):
     dest.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "clone", "-q", "--shared", str(ROOT), str(dest)], check=True)
     (dest / "target").mkdir()
-    settings, _ = LEVERS[lever]
+    text, _ = LEVERS[lever]
     toml = dest / "notebooks" / "evcxr.toml"
-    if settings:
-        toml.write_text("[evcxr]\n" + "".join(f"{k} = {v}\n" for k, v in settings.items()))
-    elif toml.exists():
-        toml.unlink()  # evcxr's own defaults
+    if text is not None:  # None: the repository's own notebooks/evcxr.toml
+        toml.write_text(text)
     return dest
 
 
@@ -66,7 +78,8 @@ def replay(binary, repo, notebooks, report, env):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     paths = [str(p) for n in notebooks for p in sorted((repo / "notebooks").glob(f"{n}*.ipynb"))]
-    done = subprocess.run([binary, "replay", *paths, "--json", str(report)], cwd=repo, env=env,
+    done = subprocess.run([binary, "replay", "--engine", "evcxr", *paths, "--json", str(report)],
+                          cwd=repo, env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -108,12 +121,11 @@ def main():
         runs = []
         for run in range(args.runs):
             env = dict(os.environ)
-            # Outside the clone: cargo would take a folder inside it for a workspace member.
-            build = pathlib.Path(tempfile.gettempdir()) / "attention-lab-levers" / lever
-            build.mkdir(parents=True, exist_ok=True)
-            libdir = subprocess.run(["rustc", "--print", "target-libdir"], capture_output=True,
-                                    text=True, check=True).stdout.strip()
-            env.update({k: v.format(build=build, libdir=libdir) for k, v in extra.items()})
+            env.pop("RUST_SRC_PATH", None)
+            rustc = lambda what: subprocess.run(["rustc", "--print", what], capture_output=True,
+                                                text=True, check=True).stdout.strip()
+            std = pathlib.Path(rustc("sysroot")) / "lib/rustlib/src/rust/library"
+            env.update({k: v.format(std=std, libdir=rustc("target-libdir")) for k, v in extra.items()})
             with tempfile.TemporaryDirectory() as cache:
                 if args.cold:
                     env["XDG_CACHE_HOME"] = cache
