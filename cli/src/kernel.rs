@@ -274,7 +274,7 @@ pub(crate) const RUST_SRC_PATH: &str = "RUST_SRC_PATH";
 
 /// Where evcxr's rust-analyzer should look for the standard library's sources: an empty
 /// library folder of ours (`rust-src-none/` in the cache), unless the user has set
-/// `RUST_SRC_PATH` (then `None`, and theirs is kept).
+/// `RUST_SRC_PATH` to something (then `None`, and theirs is kept).
 ///
 /// evcxr asks rust-analyzer for the type of every new variable. Given the real sources
 /// (rustup's `rust-src`), rust-analyzer reads and resolves all of std, core and alloc once a
@@ -287,7 +287,7 @@ pub(crate) const RUST_SRC_PATH: &str = "RUST_SRC_PATH";
 /// # Errors
 /// The folder cannot be made.
 pub(crate) fn std_sources_for_analysis(cache: &Path) -> Result<Option<PathBuf>> {
-    if std::env::var_os(RUST_SRC_PATH).is_some() {
+    if std::env::var_os(RUST_SRC_PATH).is_some_and(|v| !v.is_empty()) {
         return Ok(None);
     }
     empty_std_sources(cache).map(Some)
