@@ -278,7 +278,7 @@ pub(crate) const RUST_SRC_PATH: &str = "RUST_SRC_PATH";
 ///
 /// evcxr asks rust-analyzer for the type of every new variable. Given the real sources
 /// (rustup's `rust-src`), rust-analyzer reads and resolves all of std, core and alloc once a
-/// kernel: 3.5 s more to start and 3 s more for the first cell with a `let` on this machine
+/// kernel: about 4 s more to start and 3 s more for the first cell with a `let` on this machine
 /// (BENCHMARKS.md). Without them it runs `rustup component add rust-src` at every start,
 /// which downloads the component, or waits on the network and fails. The notebooks spell
 /// out their variables' types, so the standard library's sources buy them nothing. An empty
@@ -429,6 +429,50 @@ mod tests {
             .collect();
         assert_eq!(entries, ["core"]);
         assert_eq!(fs::read_dir(first.join("core")).unwrap().count(), 0);
+    }
+
+    /// Cargo, building in a folder below a claimed root, compiles the top crate (the cell) at
+    /// opt-level 0 and its path dependency (the library) at 2, although the top crate's
+    /// manifest asks for 2, as evcxr's does.
+    #[cfg(unix)]
+    #[test]
+    fn build_folders_compile_the_cell_at_0_and_its_dependencies_at_2() {
+        let root = tempfile::tempdir().unwrap();
+        let (folder, _lock) = claim_build_dir(root.path(), None).unwrap();
+        let lib = root.path().join("lib");
+        for (dir, manifest) in [
+            (
+                &lib,
+                "[package]\nname = \"lib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+            ),
+            (
+                &folder,
+                "[package]\nname = \"ctx\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
+                 [profile.dev]\nopt-level = 2\n[dependencies]\nlib = { path = \"../lib\" }\n",
+            ),
+        ] {
+            fs::create_dir_all(dir.join("src")).unwrap();
+            fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+            fs::write(dir.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+        }
+        let out = std::process::Command::new("cargo")
+            .args(["build", "-v", "--offline"])
+            .current_dir(&folder)
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("CARGO_PROFILE_DEV_OPT_LEVEL")
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{log}");
+        let line = |name: &str| {
+            log.lines()
+                .find(|l| l.contains(&format!("--crate-name {name} ")))
+                .unwrap_or_else(|| panic!("no rustc line for {name}: {log}"))
+                .to_owned()
+        };
+        assert!(line("lib").contains("opt-level=2"), "{}", line("lib"));
+        // Cargo passes no opt-level flag for 0.
+        assert!(!line("ctx").contains("opt-level="), "{}", line("ctx"));
     }
 
     #[test]
