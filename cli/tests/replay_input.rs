@@ -1,6 +1,7 @@
 //! `replay`'s hostile inputs (issue 8) that need no evcxr context: the report never replaces an
 //! input, `--update` leaves an unchanged notebook's bytes alone, a non-Rust notebook and
-//! malformed fields are one named line with status 2, symlinks never run a notebook twice.
+//! malformed fields are one named line with status 2, symlinks never run a notebook twice, a
+//! malformed evcxr.toml is named in the notebook's error.
 
 #![cfg(unix)]
 
@@ -160,4 +161,25 @@ fn symlinks_never_run_a_notebook_twice() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["totals"]["notebooks"], 1, "{report}");
+}
+
+/// A malformed `evcxr.toml` beside a notebook is named in the notebook's error (evcxr reads it
+/// when the context starts and names no file), and no cell runs.
+#[test]
+fn a_malformed_evcxr_toml_is_named() {
+    let dir = folder("evcxr-toml");
+    let code = r#"{"nbformat": 4, "nbformat_minor": 5,
+ "metadata": {"kernelspec": {"name": "rust", "language": "rust", "display_name": "Rust"}},
+ "cells": [{"cell_type": "code", "id": "c1", "metadata": {}, "execution_count": 1,
+            "outputs": [], "source": ["1 + 1"]}]}"#;
+    std::fs::write(dir.join("n.ipynb"), code).unwrap();
+    std::fs::write(dir.join("evcxr.toml"), "this is [not toml\n").unwrap();
+    let out = replay(&dir, &["--engine", "evcxr", "n.ipynb"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let error = stdout
+        .lines()
+        .find(|l| l.contains("ERROR"))
+        .expect("an error line");
+    assert!(error.contains("evcxr.toml: TOML parse error"), "{error}");
 }

@@ -273,6 +273,17 @@ fn keep_build_folder() -> Result<Option<std::fs::File>> {
     Ok(None)
 }
 
+/// evcxr reads the current folder's `evcxr.toml` first, and its parse error names no file.
+fn name_config_file(message: String) -> String {
+    if !message.starts_with("TOML parse error") {
+        return message;
+    }
+    let path = std::env::current_dir()
+        .map(|dir| dir.join("evcxr.toml"))
+        .unwrap_or_else(|_| "evcxr.toml".into());
+    format!("{}: {message}", path.display())
+}
+
 /// The worker thread: owns the evcxr context and runs cells on request.
 fn worker(
     cache_mib: u64,
@@ -284,7 +295,7 @@ fn worker(
     // this binary being rebuilt while it runs (see `runtime_executable`).
     let started = runtime_executable().and_then(|exe| {
         evcxr::EvalContext::with_subprocess_command(std::process::Command::new(exe))
-            .map_err(|error| Error::Input(error.to_string()))
+            .map_err(|error| Error::Input(name_config_file(error.to_string())))
     });
     let (mut context, channels) = match started {
         Ok((eval, channels)) => (evcxr::CommandContext::with_eval_context(eval), channels),
