@@ -10,7 +10,7 @@ cargo, rustc) are recorded: they move much less than wall time when the machine 
 
 Usage (standard library only):
 
-    cargo build -p attention-lab-cli
+    cargo test --workspace --no-run    # the binary as CI builds it (`build -p` compiles evcxr again)
     python3 scripts/bench_levers.py --bin target/debug/attention-lab --runs 2 \
         --notebooks 000,002 --out bench/levers.json [--levers default,static-off,...] [--cold]
 
@@ -113,6 +113,9 @@ def main():
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     binary = str(pathlib.Path(args.bin).resolve())
+    sysroot = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    std = pathlib.Path(sysroot) / "lib/rustlib/src/rust/library"
     notebooks = args.notebooks.split(",")
     results = {}
     for lever in args.levers.split(","):
@@ -122,10 +125,7 @@ def main():
         for run in range(args.runs):
             env = dict(os.environ)
             env.pop("RUST_SRC_PATH", None)
-            rustc = lambda what: subprocess.run(["rustc", "--print", what], capture_output=True,
-                                                text=True, check=True).stdout.strip()
-            std = pathlib.Path(rustc("sysroot")) / "lib/rustlib/src/rust/library"
-            env.update({k: v.format(std=std, libdir=rustc("target-libdir")) for k, v in extra.items()})
+            env.update({k: v.format(std=std) for k, v in extra.items()})
             with tempfile.TemporaryDirectory() as cache:
                 if args.cold:
                     env["XDG_CACHE_HOME"] = cache

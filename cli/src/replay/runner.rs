@@ -323,7 +323,7 @@ fn worker(
     // may declare dependencies and a prelude. Quiet: it would name the file on our stdout.
     if let Err(error) = context.execute(":load_config --quiet") {
         let _ = ready.send(Err(problem!(
-            "evcxr.toml: {}",
+            "evcxr's startup configuration (evcxr.toml or init.evcxr): {}",
             first_line(&error.to_string())
         )));
         return;
