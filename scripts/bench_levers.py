@@ -33,7 +33,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # name -> (notebooks/evcxr.toml's text, None for the repository's own; extra environment).
 # "{std}" is the toolchain's rust-src library folder. The replay keeps one build folder a
 # context, gives rust-analyzer no standard library sources and compiles a cell at opt-level 0
-# and its dependencies at 2 (cli/src/kernel.rs): "default".
+# and its dependencies at 2 (jupyter/src/kernel.rs): "default".
 LEVERS = {
     "default": (None, {}),
     # Before issue 10's second round: rust-analyzer reads rustup's rust-src (std, core, alloc),

@@ -1,8 +1,6 @@
 //! Output sinks that fail: a closed pipe ends every subcommand quietly with status 0 (as in
 //! ripgrep), a full disk is one line and status 2, and a closed stderr never aborts.
 
-mod tools_common;
-
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -22,7 +20,8 @@ fn markdown_notebook(test: &str) -> PathBuf {
 
 /// Every subcommand that prints, with arguments that succeed.
 fn commands(dir: &Path) -> Vec<Vec<String>> {
-    let show = tools_common::data("show").join("f64_2d.npy");
+    let show =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../classroom/tests/data/show/f64_2d.npy");
     let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
     vec![
         owned(&["show", show.to_str().unwrap()]),

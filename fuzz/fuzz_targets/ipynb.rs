@@ -2,7 +2,7 @@
 //! written back as JSON that parses again to the same notebook.
 #![no_main]
 
-use attention_lab_cli::replay::notebook::Notebook;
+use attention_lab_jupyter::replay::notebook::Notebook;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {

@@ -3,7 +3,7 @@
 //! or the strings "NaN", "Infinity" and "-Infinity" that `solve --json` writes).
 #![no_main]
 
-use attention_lab_cli::matrices::json_matrix;
+use attention_lab_classroom::matrices::json_matrix;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {

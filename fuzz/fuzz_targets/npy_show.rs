@@ -4,7 +4,7 @@
 #![no_main]
 
 use attention_lab::np::PrintOptions;
-use attention_lab_cli::matrices::read_npy;
+use attention_lab_classroom::matrices::read_npy;
 use libfuzzer_sys::fuzz_target;
 use std::io::Write;
 

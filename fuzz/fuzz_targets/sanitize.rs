@@ -2,7 +2,7 @@
 //! one error, and applying them never panics.
 #![no_main]
 
-use attention_lab_cli::replay::compare::{parse_sanitize, CompareOptions};
+use attention_lab_jupyter::replay::compare::{parse_sanitize, CompareOptions};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: (&str, &str)| {

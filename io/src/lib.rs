@@ -1,4 +1,5 @@
-//! The one writer of files a user owns, for the command line and the plot crate.
+//! The one writer of files a user owns, for the command line and the plot crate, and the
+//! command line's one error type ([`error`]).
 //!
 //! [`write`] replaces a file whole or not at all: the bytes go to a temporary file in the
 //! target's own folder (a short name, so targets named near the 255-byte limit work), which is
@@ -13,6 +14,8 @@
 //!
 //! Errors are [`std::io::Error`]s whose text is a short phrase ("read-only file, left as it
 //! is"), so a caller can say `PATH: cannot write: PHRASE`.
+
+pub mod error;
 
 use std::fs::{self, File, Metadata};
 use std::io::{self, Write};

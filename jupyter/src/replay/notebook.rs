@@ -1,8 +1,8 @@
 //! The nbformat 4 notebook model: just enough structure to read sources, tags
 //! and outputs, while every field we do not understand survives a rewrite.
 
-use crate::error::{Error, Result};
-use crate::problem;
+use attention_lab_io::error::{Error, Result};
+use attention_lab_io::problem;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 

@@ -1,10 +1,10 @@
 //! Matrix input shared by `show`, `solve` and `exercise`: reading .npy files of any supported
 //! dtype, parsing inline JSON matrices, and the one-line error every subcommand reports.
 
-use crate::error::{Error, Result};
-use crate::problem;
 use attention_lab::np::NpArray;
 use attention_lab::prelude::Mask;
+use attention_lab_io::error::{Error, Result};
+use attention_lab_io::problem;
 use ndarray::{Array1, Array2, ArrayD, Ix2};
 use ndarray_npy::{ReadNpyError, ReadNpyExt};
 use std::path::Path;
@@ -229,7 +229,7 @@ fn two_d<T>(flag: &str, value: &str, a: ArrayD<T>) -> Result<Array2<T>> {
 /// added to the scores (`[[0, "-Infinity"], [0, -1.5]]` or a float64/float32 .npy).
 ///
 /// ```
-/// use attention_lab_cli::matrices::mask;
+/// use attention_lab_classroom::matrices::mask;
 /// assert!(mask("--mask", "[[false, true]]").unwrap().is_blocked(0, 1));
 /// assert_eq!(mask("--mask", "[[0, -1.5]]").unwrap().additive()[[0, 1]], -1.5);
 /// ```
@@ -274,7 +274,7 @@ pub fn mask(flag: &str, value: &str) -> Result<Mask> {
 /// bool .npy).
 ///
 /// ```
-/// use attention_lab_cli::matrices::padding;
+/// use attention_lab_classroom::matrices::padding;
 /// assert_eq!(padding("--padding", "[false, true]").unwrap(), vec![false, true]);
 /// assert!(padding("--padding", "[0, 1]").is_err());
 /// ```
@@ -313,7 +313,7 @@ pub fn padding(flag: &str, value: &str) -> Result<Vec<bool>> {
 /// one row, or a .npy file of either shape.
 ///
 /// ```
-/// use attention_lab_cli::matrices::vector;
+/// use attention_lab_classroom::matrices::vector;
 /// assert_eq!(vector("--bq", "[0.5, 1]").unwrap().to_vec(), vec![0.5, 1.0]);
 /// assert_eq!(vector("--bq", "[[0.5, 1]]").unwrap().len(), 2);
 /// ```
@@ -359,7 +359,7 @@ pub fn vector(flag: &str, value: &str) -> Result<Array1<f64>> {
 /// Parses `[[1, 2], [3, 4]]` into a matrix; the error says which element or row is wrong.
 ///
 /// ```
-/// use attention_lab_cli::matrices::json_matrix;
+/// use attention_lab_classroom::matrices::json_matrix;
 /// assert_eq!(json_matrix("[[1, 2], [3, 4]]").unwrap()[[1, 0]], 3.0);
 /// assert!(json_matrix("[[1, 2], [3]]").is_err());
 /// ```

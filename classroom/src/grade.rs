@@ -11,12 +11,13 @@
 //! [`Mistake`] is applied to the step (on the student's inputs and on the key's) and the
 //! first that reproduces the answer is named; when none does, the feedback says so.
 
-use crate::error::{io_problem, warn, write_file, Error, Result, EXIT_CHECK_FAILED};
-use crate::exercise::Problem;
 use crate::matrices::{matrix, matrix_from_json};
-use crate::problem;
+use crate::problem::Problem;
+use crate::student::safe_id;
 use attention_lab::np::round;
 use attention_lab::prelude::{HeadOutput, Mask, MultiHeadOutput, Softmax};
+use attention_lab_io::error::{io_problem, warn, write_file, Error, Result, EXIT_CHECK_FAILED};
+use attention_lab_io::problem;
 use clap::Args;
 use ndarray::{concatenate, s, Array2, Axis};
 use serde_json::Value;
@@ -1143,16 +1144,6 @@ fn write_out(out: &Path, outcomes: &[Outcome]) -> Result<()> {
         write_file(&path, text.as_bytes())?;
     }
     Ok(())
-}
-
-/// Letters, digits, `-`, `_` and `.` (not first): safe as a file name everywhere.
-pub fn safe_id(id: &str) -> bool {
-    !id.is_empty()
-        && !id.starts_with('.')
-        && id.len() <= 100
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! `attention-lab solve`: the worked solution of a multi-head self-attention problem, step by
 //! step as a NumPy worked example prints it, or every intermediate as JSON.
 
-use crate::error::{print, Error, Result};
 use crate::matrices::{mask, matrix, padding, split_list, vector};
 use attention_lab::np::{array_str, PrintOptions};
 use attention_lab::prelude::{AttentionError, Head, Mask, MultiHead, MultiHeadOutput, Softmax};
+use attention_lab_io::error::{print, Error, Result};
 use clap::{Args, ValueEnum};
 use ndarray::{Array1, Array2};
 
@@ -182,7 +182,7 @@ fn solve(args: &SolveArgs) -> Result<String> {
 /// `solve` and `exercise` both build their masks here.
 ///
 /// ```
-/// use attention_lab_cli::solve::combined_mask;
+/// use attention_lab_classroom::solve::combined_mask;
 ///
 /// let x = ("--x is 2x4", 2);
 /// let mask = combined_mask(true, Some(&[false, true]), None, x, x).unwrap().unwrap();
@@ -516,7 +516,7 @@ pub fn steps<'a>(out: &'a MultiHeadOutput, labels: &'a [Labels]) -> Vec<Step<'a>
 ///
 /// ```
 /// use attention_lab::prelude::*;
-/// use attention_lab_cli::solve::is_boolean;
+/// use attention_lab_classroom::solve::is_boolean;
 ///
 /// assert!(is_boolean(&Mask::causal(3)));
 /// assert!(!is_boolean(&Mask::additive_from(array![[0.0, -1.5]])));

@@ -16,7 +16,7 @@ pub struct Run {
     pub stderr: String,
 }
 
-/// `tests/data/<sub>` of the cli package.
+/// `tests/data/<sub>` of the classroom package.
 pub fn data(sub: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests")
@@ -24,9 +24,9 @@ pub fn data(sub: &str) -> PathBuf {
         .join(sub)
 }
 
-/// Runs `attention-lab ARGS` in `dir`, without RUST_BACKTRACE so a panic would show as one.
+/// Runs `attention-lab-classroom ARGS` (the classroom tools of `attention-lab`) in `dir`, without RUST_BACKTRACE so a panic would show as one.
 pub fn run<S: AsRef<str>>(dir: &Path, args: &[S]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_attention-lab"))
+    let out = Command::new(env!("CARGO_BIN_EXE_attention-lab-classroom"))
         .args(args.iter().map(AsRef::as_ref))
         .current_dir(dir)
         .env_remove("RUST_BACKTRACE")

@@ -1,22 +1,24 @@
 //! `attention-lab replay`: re-runs evcxr notebooks in-process and checks that
 //! their outputs still match the stored ones (nbval for Rust).
 
-use crate::error::{io_text, print, warn, Error, Result};
-use crate::problem;
+use attention_lab_io::error::{io_text, print, warn, Error, Result};
+use attention_lab_io::problem;
 mod batch;
 pub mod compare;
 pub mod engine;
+pub mod launch;
 pub mod notebook;
 pub mod report;
 pub mod runner;
 pub mod terminal;
 
 use compare::CompareOptions;
-use engine::{CellRun, EngineKind, EngineOptions, Output, Session};
+use engine::{CellRun, EngineKind, KernelOptions, Output, Session};
 use indicatif::{ProgressBar, ProgressStyle};
+use launch::EngineOptions;
 use notebook::{Cell, Notebook};
 use report::{CellReport, CellStatus, EngineUse, NotebookReport, Report, Written};
-use runner::{CurrentDirGuard, KernelOptions};
+use runner::CurrentDirGuard;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -413,7 +415,7 @@ fn replay_in_folder(
             error: None,
         };
     }
-    match engine::start(notebook, &input.absolute, &input.display, options, progress) {
+    match launch::start(notebook, &input.absolute, &input.display, options, progress) {
         Err(not_started) => Replayed::not_run(notebook, not_started.error, not_started.fallback),
         Ok(started) => {
             let engine = EngineUse {

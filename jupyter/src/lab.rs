@@ -1,7 +1,7 @@
 //! `attention-lab lab [DIR]`: JupyterLab with the project's Rust kernel, in one command.
 
-use crate::error::{io_text, print, warn, Error, Result};
-use crate::problem;
+use attention_lab_io::error::{io_text, print, warn, Error, Result};
+use attention_lab_io::problem;
 use std::fs;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};

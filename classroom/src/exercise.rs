@@ -9,10 +9,11 @@
 //!
 //! A rounded `-0.0` is written as `0.0` (and used as `+0.0`), as a teacher would write it.
 
-use crate::error::{print, write_file, Error, Result};
-use crate::solve::{combined_mask, labels, layer, steps, Part};
+use crate::problem::Problem;
+use crate::solve::{combined_mask, labels, steps, Part};
 use attention_lab::np::{array_str, round, PrintOptions, RandomState};
-use attention_lab::prelude::{Mask, MultiHeadOutput};
+use attention_lab::prelude::Mask;
+use attention_lab_io::error::{print, write_file, Error, Result};
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, ValueEnum};
 use ndarray::Array2;
@@ -101,20 +102,12 @@ pub enum Format {
     Tex,
 }
 
-/// Runs `exercise`; returns the exit status.
+/// Writes one sheet (`exercise --seed S`) to stdout or `--output`; a class's sheets
+/// (`--roster`) are [`crate::roster::run`]'s.
 ///
 /// # Errors
-/// Bad options, an unreadable roster or secret, a file that cannot be written, a failing stdout.
-pub fn run(args: ExerciseArgs) -> Result<u8> {
-    if args.roster.is_some() {
-        crate::roster::run(&args)?;
-    } else {
-        exercise(&args)?;
-    }
-    Ok(0)
-}
-
-fn exercise(args: &ExerciseArgs) -> Result<()> {
+/// Bad options, a file that cannot be written, a failing stdout.
+pub fn run(args: &ExerciseArgs) -> Result<()> {
     let seed = args.seed.unwrap_or_default();
     let layout = Layout {
         seed,
@@ -143,46 +136,6 @@ pub struct Layout {
     /// A handout: room to write after each part, the key on a page of its own, and every
     /// number of a key's matrix with the same count of decimals.
     pub handout: bool,
-}
-
-/// The problem's matrices, in the order they are drawn.
-#[derive(Debug, Clone)]
-pub struct Problem {
-    /// The input, small integers.
-    pub x: Array2<f64>,
-    /// One per head, as `solve` takes them.
-    pub wq: Vec<Array2<f64>>,
-    /// One per head.
-    pub wk: Vec<Array2<f64>>,
-    /// One per head.
-    pub wv: Vec<Array2<f64>>,
-    /// The output projection.
-    pub wo: Array2<f64>,
-    /// The mask of a masked (decoder) sheet, from `--causal` and `--padding`; not drawn, so
-    /// the same seed gives the same matrices with or without it.
-    pub mask: Option<Mask>,
-}
-
-impl Problem {
-    /// The worked answers, as `solve` computes them: self-attention of X through each head
-    /// and W_O, with the mask added to the scores when there is one. The sheet's key, the
-    /// roster's keys and `grade` all compute their answers here.
-    ///
-    /// # Errors
-    /// The library's shape message when the matrices or the mask do not fit together.
-    pub fn solution(&self) -> Result<MultiHeadOutput> {
-        let (x, mask) = (&self.x, self.mask.as_ref());
-        layer(
-            &self.wq,
-            &self.wk,
-            &self.wv,
-            Some(self.wo.clone()),
-            None,
-            false,
-        )?
-        .forward_cross(x, x, x, mask)
-        .map_err(|e| Error::Input(e.to_string()))
-    }
 }
 
 /// The mask `--causal` and `--padding N` ask for over `tokens` tokens, if any.

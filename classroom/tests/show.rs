@@ -162,7 +162,7 @@ fn show_reads_files_whose_names_are_not_utf8() {
     let name = OsStr::from_bytes(b"caf\xe9.npy");
     std::fs::copy(data("show").join("f64_2d.npy"), dir.path().join(name)).unwrap();
     let show = |args: &[&OsStr]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_attention-lab"))
+        std::process::Command::new(env!("CARGO_BIN_EXE_attention-lab-classroom"))
             .arg("show")
             .args(args)
             .current_dir(dir.path())

@@ -15,7 +15,7 @@ use tools_common::{data, Run};
 /// Runs the binary in `dir`; without pdflatex on PATH unless `pdf` (PDFs are slow and
 /// optional), so these tests pass on a machine without it.
 fn run_in(dir: &Path, args: &[&str], pdf: bool) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_attention-lab"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_attention-lab-classroom"));
     cmd.args(args).current_dir(dir).env_remove("RUST_BACKTRACE");
     if !pdf {
         cmd.env("PATH", "");

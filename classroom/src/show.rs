@@ -1,8 +1,8 @@
 //! `attention-lab show`: print .npy files exactly as NumPy's `print(a)` or `repr(a)` would.
 
-use crate::error::{print, Result};
 use crate::matrices::read_npy;
 use attention_lab::np::PrintOptions;
+use attention_lab_io::error::{print, Result};
 use clap::Args;
 
 /// Arguments of `attention-lab show`.

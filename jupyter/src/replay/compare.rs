@@ -2,8 +2,8 @@
 //! sanitize files.
 
 use super::notebook::join_text;
-use crate::error::{io_text, Result};
-use crate::problem;
+use attention_lab_io::error::{io_text, Result};
+use attention_lab_io::problem;
 use regex::Regex;
 use serde_json::Value;
 use std::path::Path;

@@ -1,8 +1,8 @@
 //! `attention-lab kernel`: the Rust Jupyter kernel (evcxr_jupyter, linked in), its kernelspec
 //! "Rust (attention-lab)", and the evcxr settings that make its cells faster.
 
-use crate::error::{io_text, print, warn, write_file, Error, Result};
-use crate::problem;
+use attention_lab_io::error::{io_text, print, warn, write_file, Error, Result};
+use attention_lab_io::problem;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -347,7 +347,8 @@ pub(crate) fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(Pat
 fn write_cell_profile(root: &Path) -> Result<()> {
     let dir = root.join(".cargo");
     fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), "create", e))?;
-    let text = "# Written by attention-lab (cli/src/kernel.rs) for evcxr's build folders below.\n\
+    let text =
+        "# Written by attention-lab (jupyter/src/kernel.rs) for evcxr's build folders below.\n\
                 [profile.dev]\nopt-level = 0\n\n\
                 [profile.dev.package.\"*\"]\nopt-level = 2\n";
     let config = dir.join("config.toml");

@@ -27,9 +27,8 @@
 //! a compile error, a panic or a crash, an error returned through `?` (evcxr goes on with the
 //! next cell), an evcxr command other than `:dep`, a cell tagged `raises-exception`.
 
-use super::engine::{push_line, CellRun, Output, Raised, Session};
+use super::engine::{first_line, panic_line, push_line, CellRun, Output, Raised, Session};
 use super::notebook::Notebook;
-use super::runner::{first_line, panic_line};
 use ra_ap_syntax::{ast, AstNode, Edition, SourceFile};
 use regex::Regex;
 use serde_json::Value;

@@ -108,7 +108,7 @@ pub struct Report {
 /// How a notebook's engine started, for the report.
 ///
 /// ```
-/// use attention_lab_cli::replay::report::EngineUse;
+/// use attention_lab_jupyter::replay::report::EngineUse;
 /// assert_eq!(EngineUse::default().engine, None);
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -124,7 +124,7 @@ pub struct EngineUse {
 /// Whether `--update` wrote the notebook, or why not.
 ///
 /// ```
-/// use attention_lab_cli::replay::report::Written;
+/// use attention_lab_jupyter::replay::report::Written;
 /// assert!(!Written::default().written);
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -139,7 +139,7 @@ impl NotebookReport {
     /// The one constructor: counts come from the cell results.
     ///
     /// ```
-    /// use attention_lab_cli::replay::report::{EngineUse, NotebookReport, Written};
+    /// use attention_lab_jupyter::replay::report::{EngineUse, NotebookReport, Written};
     /// let report = NotebookReport::new("a.ipynb".into(), EngineUse::default(), Vec::new(),
     ///     Some("malformed notebook: not UTF-8 text".into()), Written::default(), 0.0);
     /// assert_eq!((report.cells, report.failed), (0, 0));
@@ -241,8 +241,8 @@ impl Report {
     /// failed and no notebook had an error.
     ///
     /// ```
-    /// use attention_lab_cli::replay::engine::EngineKind;
-    /// use attention_lab_cli::replay::report::{EngineUse, NotebookReport, Report, Written};
+    /// use attention_lab_jupyter::replay::engine::EngineKind;
+    /// use attention_lab_jupyter::replay::report::{EngineUse, NotebookReport, Report, Written};
     /// let bad = NotebookReport::new("a.ipynb".into(), EngineUse::default(), Vec::new(),
     ///     Some("malformed notebook".into()), Written::default(), 0.0);
     /// let report = Report::new(vec![bad], false, EngineKind::Batch, 120.0);

@@ -4,19 +4,18 @@
 //! the whole notebook as one program. Outputs stay typed until a notebook is compared or
 //! written; [`Output::to_nbformat`] is the one place that makes nbformat JSON of them.
 
-use super::batch;
-use super::notebook::{split_lines, Notebook};
-use super::runner::{Kernel, KernelOptions};
-use indicatif::ProgressBar;
+use super::notebook::split_lines;
+use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::sync::OnceLock;
+use std::time::Duration;
 
 /// Which engine runs a notebook's cells.
 ///
 /// ```
-/// use attention_lab_cli::replay::engine::EngineKind;
+/// use attention_lab_jupyter::replay::engine::EngineKind;
 /// assert_eq!(EngineKind::Batch.to_string(), "batch");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -40,7 +39,7 @@ impl std::fmt::Display for EngineKind {
 /// One output of a cell, as evcxr_jupyter 0.22 would send it.
 ///
 /// ```
-/// use attention_lab_cli::replay::engine::Output;
+/// use attention_lab_jupyter::replay::engine::Output;
 /// let text = Output::Stream { stderr: false, text: "hi\n".into() };
 /// assert_eq!(text.to_nbformat(None)["text"][0], "hi\n");
 /// ```
@@ -68,7 +67,7 @@ impl Output {
     /// An error output whose traceback is its message.
     ///
     /// ```
-    /// use attention_lab_cli::replay::engine::Output;
+    /// use attention_lab_jupyter::replay::engine::Output;
     /// assert_eq!(Output::error("boom").to_nbformat(None)["evalue"], "boom");
     /// ```
     pub fn error(message: &str) -> Output {
@@ -81,7 +80,7 @@ impl Output {
     /// The nbformat JSON of this output; `count` is the cell's execution count.
     ///
     /// ```
-    /// use attention_lab_cli::replay::engine::Output;
+    /// use attention_lab_jupyter::replay::engine::Output;
     /// use std::collections::BTreeMap;
     /// let shown = Output::Result(BTreeMap::from([("text/plain".into(), "6".into())]));
     /// assert_eq!(shown.to_nbformat(Some(4))["execution_count"], 4);
@@ -133,7 +132,7 @@ fn mime_value(mime: &str, content: &str) -> Value {
 /// Adds stream lines as Jupyter does: consecutive lines of one stream form one output.
 ///
 /// ```
-/// use attention_lab_cli::replay::engine::{push_line, Output};
+/// use attention_lab_jupyter::replay::engine::{push_line, Output};
 /// let mut outputs = Vec::new();
 /// push_line(&mut outputs, false, "a");
 /// push_line(&mut outputs, false, "b");
@@ -156,7 +155,7 @@ pub fn push_line(outputs: &mut Vec<Output>, stderr: bool, line: &str) {
 /// Why a cell counts as having raised (nbval's sense).
 ///
 /// ```
-/// use attention_lab_cli::replay::engine::Raised;
+/// use attention_lab_jupyter::replay::engine::Raised;
 /// let late = Raised::TimedOut("cell timed out after 2 s and was killed".into());
 /// assert!(late.aborts() && !Raised::Compilation("mismatched types".into()).aborts());
 /// ```
@@ -198,7 +197,7 @@ impl std::fmt::Display for Raised {
 /// What running one cell gave.
 ///
 /// ```
-/// use attention_lab_cli::replay::engine::{CellRun, Output};
+/// use attention_lab_jupyter::replay::engine::{CellRun, Output};
 /// let run = CellRun { outputs: vec![Output::error("boom")], raised: None, seconds: 0.5 };
 /// assert_eq!(run.outputs.len(), 1);
 /// ```
@@ -215,7 +214,7 @@ pub struct CellRun {
 /// One notebook's running engine.
 ///
 /// ```
-/// use attention_lab_cli::replay::engine::{CellRun, Output, Session};
+/// use attention_lab_jupyter::replay::engine::{CellRun, Output, Session};
 /// /// Echoes each cell's code on stdout.
 /// struct Echo;
 /// impl Session for Echo {
@@ -242,99 +241,29 @@ pub trait Session {
     fn shutdown(self: Box<Self>);
 }
 
-/// Settings for every notebook's engine.
-///
-/// ```
-/// use attention_lab_cli::replay::engine::{EngineKind, EngineOptions};
-/// use attention_lab_cli::replay::runner::KernelOptions;
-/// let kernel = KernelOptions { timeout: std::time::Duration::from_secs(60), cache_mib: 500 };
-/// let options = EngineOptions { kind: EngineKind::Batch, kernel };
-/// assert_eq!(options.kind, EngineKind::Batch);
-/// ```
+/// Kernel settings that apply to every notebook.
 #[derive(Debug, Clone)]
-pub struct EngineOptions {
-    /// The engine asked for.
-    pub kind: EngineKind,
-    /// evcxr's settings (also the batch engine's timeout per cell).
-    pub kernel: KernelOptions,
+pub struct KernelOptions {
+    /// A cell (and kernel start-up) running longer than this is killed.
+    pub timeout: Duration,
+    /// evcxr `:cache` size in MiB; 0 leaves caching off.
+    pub cache_mib: u64,
 }
 
-/// A started session and how it came to be (what [`start`] gives).
-pub struct Started {
-    /// The session.
-    pub session: Box<dyn Session>,
-    /// The engine that runs the cells.
-    pub engine: EngineKind,
-    /// Why the batch engine handed the notebook to evcxr.
-    pub fallback: Option<String>,
-    /// Seconds to start: evcxr's start-up, or the batch engine's build and run.
-    pub startup_seconds: f64,
+/// The first non-empty line of `text`, trimmed: an error's headline.
+pub(super) fn first_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("")
+        .to_owned()
 }
 
-/// Why no engine could start, and whether the batch engine had fallen back first (what
-/// [`start`] gives when it fails).
-pub struct NotStarted {
-    /// The error.
-    pub error: String,
-    /// Why the batch engine handed the notebook to evcxr.
-    pub fallback: Option<String>,
-}
-
-/// Starts the engine for `notebook`, the file `path` (whose folder is the current one;
-/// `label` names it on the progress bar): the batch engine when asked and able, else evcxr.
-///
-/// ```no_run
-/// use attention_lab_cli::replay::engine::{start, EngineKind, EngineOptions};
-/// use attention_lab_cli::replay::notebook::Notebook;
-/// use attention_lab_cli::replay::runner::KernelOptions;
-/// let path = std::path::Path::new("notebooks/002_problem_sheet.ipynb");
-/// let notebook = Notebook::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
-/// let kernel = KernelOptions { timeout: std::time::Duration::from_secs(120), cache_mib: 500 };
-/// let options = EngineOptions { kind: EngineKind::Batch, kernel };
-/// let bar = indicatif::ProgressBar::hidden();
-/// if let Ok(started) = start(&notebook, path, "002", &options, &bar) {
-///     println!("{} ({:?})", started.engine, started.fallback);
-///     started.session.shutdown();
-/// }
-/// ```
-///
-/// # Errors
-/// Neither engine started: evcxr's error, and the batch engine's reason to fall back.
-pub fn start(
-    notebook: &Notebook,
-    path: &Path,
-    label: &str,
-    options: &EngineOptions,
-    progress: &ProgressBar,
-) -> Result<Started, NotStarted> {
-    let mut fallback = None;
-    if options.kind == EngineKind::Batch {
-        progress.set_message(format!("{label} (building it as one program)"));
-        match batch::start(notebook, path, options.kernel.timeout) {
-            Ok((session, seconds)) => {
-                return Ok(Started {
-                    session: Box::new(session),
-                    engine: EngineKind::Batch,
-                    fallback: None,
-                    startup_seconds: seconds,
-                })
-            }
-            Err(reason) => fallback = Some(reason),
-        }
-    }
-    progress.set_message(format!("{label} (starting evcxr)"));
-    match Kernel::start(&options.kernel) {
-        Ok((kernel, seconds)) => Ok(Started {
-            session: Box::new(kernel),
-            engine: EngineKind::Evcxr,
-            fallback,
-            startup_seconds: seconds,
-        }),
-        Err(error) => Err(NotStarted {
-            error: error.to_string(),
-            fallback,
-        }),
-    }
+/// Rust's panic message: "thread 'main' panicked at ..." (newer toolchains
+/// add the thread id: "thread '<unnamed>' (1234) panicked at ...").
+pub(super) fn panic_line() -> &'static Regex {
+    static PANIC: OnceLock<Regex> = OnceLock::new();
+    PANIC.get_or_init(|| Regex::new(r"(?m)^thread '[^']*'(?: \(\d+\))? panicked at .*$").unwrap())
 }
 
 #[cfg(test)]

@@ -11,10 +11,11 @@
 //! is abandoned. Either way the rest of that notebook is not run, because the
 //! kernel lost its variables.
 
-use super::engine::{push_line, CellRun, Output, Raised, Session};
-use crate::error::{Error, Result};
-use crate::problem;
-use regex::Regex;
+use super::engine::{
+    first_line, panic_line, push_line, CellRun, KernelOptions, Output, Raised, Session,
+};
+use attention_lab_io::error::{Error, Result};
+use attention_lab_io::problem;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,15 +33,6 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long output channels must stay quiet after a cell before its output
 /// is taken as complete (evcxr syncs stdout, but not the child's stderr).
 const SETTLE_QUIET: Duration = Duration::from_millis(15);
-
-/// Kernel settings that apply to every notebook.
-#[derive(Debug, Clone)]
-pub struct KernelOptions {
-    /// A cell (and kernel start-up) running longer than this is killed.
-    pub timeout: Duration,
-    /// evcxr `:cache` size in MiB; 0 leaves caching off.
-    pub cache_mib: u64,
-}
 
 struct Request {
     code: String,
@@ -235,14 +227,6 @@ fn lost_run(reason: String, seconds: f64) -> CellRun {
     }
 }
 
-pub(super) fn first_line(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .unwrap_or("")
-        .to_owned()
-}
-
 /// Points evcxr at a kept build folder of the cache (`replay-evcxr/`), locked while this
 /// context runs, as `attention-lab kernel` does for each kernel: the path dependencies
 /// (attention-lab, the plot crate) are then compiled once, not in every new context, which
@@ -387,13 +371,6 @@ fn settle(collected: &Collected) {
     }
 }
 
-/// Rust's panic message: "thread 'main' panicked at ..." (newer toolchains
-/// add the thread id: "thread '<unnamed>' (1234) panicked at ...").
-pub(super) fn panic_line() -> &'static Regex {
-    static PANIC: OnceLock<Regex> = OnceLock::new();
-    PANIC.get_or_init(|| Regex::new(r"(?m)^thread '[^']*'(?: \(\d+\))? panicked at .*$").unwrap())
-}
-
 /// The typed outcome of a cell, mirroring evcxr_jupyter 0.22: each line becomes a stream
 /// message `line + "\n"` (Jupyter merges consecutive messages of one stream), then an
 /// `execute_result` holding `content_by_mime_type`, then a "Took Nms" HTML result when
@@ -496,53 +473,5 @@ pub(super) fn kill_descendants(process: Option<&ProcessHandle>) {
             let _ = child.kill();
         }
     }
-    #[cfg(target_os = "linux")]
-    {
-        for pid in linux_descendants(std::process::id()) {
-            // SAFETY: kill(2) with a pid we just read; no memory is involved.
-            unsafe {
-                libc::kill(pid as libc::pid_t, libc::SIGKILL);
-            }
-        }
-    }
-}
-
-/// All descendants of `root`, read from /proc (parent pid is field 4 of
-/// /proc/PID/stat, after the parenthesised command name).
-#[cfg(target_os = "linux")]
-fn linux_descendants(root: u32) -> Vec<u32> {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                continue;
-            };
-            let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                continue;
-            };
-            if let Some(ppid) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
-                parents.push((pid, ppid));
-            }
-        }
-    }
-    let mut found = vec![root];
-    let mut index = 0;
-    while index < found.len() {
-        let parent = found[index];
-        for &(pid, ppid) in &parents {
-            if ppid == parent && !found.contains(&pid) {
-                found.push(pid);
-            }
-        }
-        index += 1;
-    }
-    found.remove(0);
-    found
+    crate::process::signal_all(&crate::process::descendants(), libc::SIGKILL);
 }

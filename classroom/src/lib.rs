@@ -1,0 +1,105 @@
+//! The classroom side of attention-lab: worked solutions (`solve`), problem sheets
+//! (`exercise`), a sheet and a key for every student of a roster (`roster`), marking
+//! (`grade`), and the readers of `.npy` files and inline JSON matrices they share (`show`,
+//! `matrices`). No Jupyter and no evcxr: the binary `attention-lab` adds those
+//! (`attention-lab-jupyter`), and `attention-lab-classroom` is these tools alone.
+//!
+//! Modules, bottom up: `matrices` → `solve` → `problem` → `exercise` → `roster`; `student`
+//! (ids, the roster file, seeds) under `roster` and `grade`; `grade` over `problem`. No module
+//! imports one above it.
+//!
+//! ```
+//! use attention_lab_classroom::Command;
+//! use clap::Parser;
+//!
+//! #[derive(Parser)]
+//! struct Cli {
+//!     #[command(subcommand)]
+//!     command: Command,
+//! }
+//! let cli = Cli::try_parse_from(["attention-lab", "exercise", "--seed", "7"]).unwrap();
+//! assert!(matches!(cli.command, Command::Exercise(_)));
+//! ```
+
+pub mod exercise;
+pub mod grade;
+pub mod matrices;
+pub mod problem;
+pub mod roster;
+pub mod show;
+pub mod solve;
+pub mod student;
+
+use attention_lab_io::error::{self, Result, EXIT_BAD_INPUT};
+use std::process::ExitCode;
+
+/// The classroom subcommands, as `attention-lab` and `attention-lab-classroom` offer them.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Print .npy files exactly as NumPy's print(a) or repr(a) would.
+    Show(show::ShowArgs),
+    /// Solve a multi-head self-attention problem step by step, as a NumPy worked example.
+    Solve(solve::SolveArgs),
+    /// Make a new multi-head self-attention problem sheet (Markdown or LaTeX) from a seed.
+    Exercise(exercise::ExerciseArgs),
+    /// Mark students' answers against their keys and name the mistake of each wrong part.
+    Grade(grade::GradeArgs),
+}
+
+/// Runs one classroom subcommand; returns its exit status (0 ok, 1 a check failed).
+///
+/// ```no_run
+/// use attention_lab_classroom::{exercise::ExerciseArgs, run, Command};
+/// use clap::Parser;
+/// #[derive(Parser)]
+/// struct Sheet {
+///     #[command(flatten)]
+///     args: ExerciseArgs,
+/// }
+/// let sheet = Sheet::try_parse_from(["exercise", "--seed", "7"]).unwrap();
+/// assert_eq!(run(Command::Exercise(sheet.args)).unwrap(), 0);
+/// ```
+///
+/// # Errors
+/// The subcommand's error: bad input, an unreadable or unwritable file, a failing stdout.
+pub fn run(command: Command) -> Result<u8> {
+    match command {
+        Command::Show(args) => show::run(args),
+        Command::Solve(args) => solve::run(args),
+        Command::Exercise(args) if args.roster.is_some() => roster::run(&args).map(|()| 0),
+        Command::Exercise(args) => exercise::run(&args).map(|()| 0),
+        Command::Grade(args) => grade::run(args),
+    }
+}
+
+/// Parses the process's arguments as `C`, the way both binaries do: `--help` and `--version`
+/// print and end with 0 (a closed pipe is no error), a bad command line is clap's message on
+/// one line with status 2.
+///
+/// ```no_run
+/// #[derive(clap::Parser)]
+/// struct Cli {
+///     #[command(subcommand)]
+///     command: attention_lab_classroom::Command,
+/// }
+/// let cli: Cli = match attention_lab_classroom::parse() {
+///     Ok(cli) => cli,
+///     Err(status) => return,
+/// };
+/// ```
+///
+/// # Errors
+/// The status to end with when the arguments were not a command to run.
+pub fn parse<C: clap::Parser>() -> std::result::Result<C, ExitCode> {
+    match C::try_parse() {
+        Ok(cli) => Ok(cli),
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            Err(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            error::warn(&error::one_line(&e.render().to_string()));
+            Err(ExitCode::from(EXIT_BAD_INPUT))
+        }
+    }
+}

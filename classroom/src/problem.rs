@@ -1,0 +1,63 @@
+//! A problem of multi-head self-attention: X, each head's projections, W_O and the mask, and
+//! its worked solution. Drawn by `exercise` (and by `roster` for each student), marked by
+//! `grade`: it lives below all three.
+
+use crate::solve::layer;
+use attention_lab::prelude::{Mask, MultiHeadOutput};
+use attention_lab_io::error::{Error, Result};
+use ndarray::Array2;
+
+/// The problem's matrices, in the order they are drawn.
+///
+/// ```
+/// use attention_lab_classroom::problem::Problem;
+/// use ndarray::{array, Array2};
+/// let problem = Problem {
+///     x: array![[1.0, 0.0], [0.0, 1.0]],
+///     wq: vec![Array2::eye(2)],
+///     wk: vec![Array2::eye(2)],
+///     wv: vec![Array2::eye(2)],
+///     wo: Array2::eye(2),
+///     mask: None,
+/// };
+/// let out = problem.solution().unwrap();
+/// assert_eq!(out.result().dim(), (2, 2));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Problem {
+    /// The input, small integers.
+    pub x: Array2<f64>,
+    /// One per head, as `solve` takes them.
+    pub wq: Vec<Array2<f64>>,
+    /// One per head.
+    pub wk: Vec<Array2<f64>>,
+    /// One per head.
+    pub wv: Vec<Array2<f64>>,
+    /// The output projection.
+    pub wo: Array2<f64>,
+    /// The mask of a masked (decoder) sheet, from `--causal` and `--padding`; not drawn, so
+    /// the same seed gives the same matrices with or without it.
+    pub mask: Option<Mask>,
+}
+
+impl Problem {
+    /// The worked answers, as `solve` computes them: self-attention of X through each head
+    /// and W_O, with the mask added to the scores when there is one. The sheet's key, the
+    /// roster's keys and `grade` all compute their answers here.
+    ///
+    /// # Errors
+    /// The library's shape message when the matrices or the mask do not fit together.
+    pub fn solution(&self) -> Result<MultiHeadOutput> {
+        let (x, mask) = (&self.x, self.mask.as_ref());
+        layer(
+            &self.wq,
+            &self.wk,
+            &self.wv,
+            Some(self.wo.clone()),
+            None,
+            false,
+        )?
+        .forward_cross(x, x, x, mask)
+        .map_err(|e| Error::Input(e.to_string()))
+    }
+}

@@ -1,0 +1,47 @@
+//! The Jupyter side of attention-lab: the notebook model (`replay::notebook`), `replay` and
+//! its two engines behind one seam (`replay::engine`: the batch engine compiles a notebook as
+//! one program, `runner` drives evcxr cell by cell, `launch` picks one), the Rust kernel
+//! (`kernel`: evcxr_jupyter with the project's tuning) and `lab` (JupyterLab with that kernel).
+//! The one crate of the project that depends on evcxr.
+//!
+//! A binary that uses it calls [`runtime_hook`] first in `main`: evcxr re-runs the binary as
+//! the child process that executes cells.
+//!
+//! ```
+//! use attention_lab_jupyter::replay::notebook::Notebook;
+//! let nb = Notebook::parse(r#"{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}"#).unwrap();
+//! assert!(nb.cells.is_empty());
+//! ```
+
+#[cfg(feature = "evcxr")]
+pub mod kernel;
+#[cfg(feature = "evcxr")]
+pub mod lab;
+#[cfg(all(feature = "evcxr", unix))]
+pub mod process;
+#[cfg(feature = "evcxr")]
+pub mod replay;
+/// Without the `evcxr` feature (the fuzz targets' build, which would otherwise compile evcxr
+/// and rust-analyzer with sanitizers): replay's readers only.
+#[cfg(not(feature = "evcxr"))]
+pub mod replay {
+    #[path = "compare.rs"]
+    pub mod compare;
+    #[path = "notebook.rs"]
+    pub mod notebook;
+}
+
+/// evcxr's hook: in the child process that evcxr starts from this same binary to run cells
+/// (and as its rustc wrapper), it runs that role and never returns; elsewhere it returns at
+/// once. Call it first in `main`.
+///
+/// ```no_run
+/// fn main() {
+///     attention_lab_jupyter::runtime_hook();
+///     // ... the program
+/// }
+/// ```
+#[cfg(feature = "evcxr")]
+pub fn runtime_hook() {
+    evcxr::runtime_hook();
+}
