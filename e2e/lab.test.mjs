@@ -45,9 +45,9 @@ function freePort() {
 function startLab(port) {
   const child = spawn(bin, ['lab', '--no-browser', '--port', String(port), 'notebooks'], {
     cwd: repo,
-    detached: true, // its own process group, so JupyterLab and kernels stop with it
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const url = new Promise((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (chunk) => {
@@ -58,7 +58,16 @@ function startLab(port) {
     });
     child.on('exit', (code) => reject(new Error(`attention-lab lab exited with ${code}`)));
   });
-  return { child, url };
+  return { child, url, exited };
+}
+
+// Whether something accepts connections on the port.
+function serving(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('connect', () => { socket.destroy(); resolve(true); });
+    socket.on('error', () => resolve(false));
+  });
 }
 
 const norm = (s) => s.replace(/[ \t]+\n/g, '\n').trim();
@@ -94,6 +103,9 @@ async function runNotebook(page, base, token, name, failures) {
       (panel) => (document.querySelector(`${panel} .jp-Toolbar-kernelName`)?.textContent || '').includes('Rust (attention-lab)'),
       PANEL, { timeout: 180000 },
     );
+    // `lab` turns JupyterLab's news question off: no pop-up over the notebook a class sees.
+    const news = await page.getByText('official Jupyter news').count();
+    if (news) failures.push(`${name}: the "official Jupyter news" pop-up is shown`);
     await menu(page, 'Edit', 'Clear Outputs of All Cells');
     const leftover = await page.locator(`${PANEL} .jp-OutputArea-output`).count();
     if (leftover) failures.push(`${name}: ${leftover} outputs left after clearing`);
@@ -153,7 +165,7 @@ async function runNotebook(page, base, token, name, failures) {
 async function main() {
   fs.mkdirSync(shots, { recursive: true });
   const port = await freePort();
-  const { child, url } = startLab(port);
+  const { child, url, exited } = startLab(port);
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'attention-lab-chromium-'));
   let context;
   const failures = [];
@@ -181,8 +193,13 @@ async function main() {
     failures.push(String(error && error.stack || error));
   } finally {
     if (context) await context.close().catch(() => {});
-    try { process.kill(-child.pid, 'SIGTERM'); } catch { /* already gone */ }
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+    // SIGTERM to `lab` alone, as a process manager sends it: it stops JupyterLab and its
+    // kernels itself, and nothing serves on the port after it.
+    try { process.kill(child.pid, 'SIGTERM'); } catch { /* already gone */ }
+    const ended = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve(null), 15000))]);
+    if (!ended) failures.push('lab still runs 15 s after SIGTERM');
+    else if (ended.code !== 143) failures.push(`lab ended with ${JSON.stringify(ended)} after SIGTERM, not 143`);
+    if (await serving(port)) failures.push(`port ${port} still serves after lab stopped`);
     for (const [file, bytes] of originals) {
       if (!fs.readFileSync(file).equals(bytes)) fs.writeFileSync(file, bytes);
     }

@@ -1,17 +1,16 @@
 //! `attention-lab lab [DIR]`: JupyterLab with the project's Rust kernel, in one command.
 
-use attention_lab_io::error::{io_text, print, warn, Error, Result};
+use crate::{kernel, process};
+use attention_lab_io::error::{io_text, print, warn, write_file, Error, Result};
 use attention_lab_io::problem;
+use clap::Args;
 use std::fs;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-use clap::Args;
-
-use crate::kernel;
 
 /// The JupyterLab that `lab` installs (one version, so every student sees the same page).
 const JUPYTERLAB: &str = "jupyterlab==4.6.6";
@@ -30,7 +29,9 @@ pub struct LabArgs {
     no_browser: bool,
 }
 
-/// Runs `attention-lab lab`; returns JupyterLab's exit status.
+/// Runs `attention-lab lab`; returns JupyterLab's exit status, or 128 + the signal (130 for
+/// SIGINT, 143 for SIGTERM, 129 for SIGHUP) when one stopped it. Either way JupyterLab and its
+/// kernels are gone when it returns: nothing is left serving on the port.
 ///
 /// # Errors
 /// No such folder, a busy port, no Python, a failed install, a failing stdout.
@@ -52,6 +53,7 @@ pub fn run(args: LabArgs) -> Result<u8> {
     let venv = ensure_venv(&cache.join("venv-lab"))?;
     let data = cache.join("jupyter");
     kernel::install(&data)?;
+    quiet_news(&venv)?;
     let token = token()?;
     let mut command = Command::new(venv.join("bin").join("jupyter"));
     command
@@ -67,16 +69,23 @@ pub fn run(args: LabArgs) -> Result<u8> {
         // A data folder of our own: our kernelspec is found there, and a "rust" kernel of the
         // user's does not take the notebooks (their kernelspec names "rust").
         .env("JUPYTER_DATA_DIR", &data)
-        .stdin(Stdio::null());
+        .stdin(Stdio::null())
+        // Its own process group: a terminal's Ctrl-C reaches only us, and we stop JupyterLab
+        // and its kernels in order (stop) instead of racing it.
+        .process_group(0);
     if args.no_browser {
         command.arg("--no-browser");
     }
     // Containers and CI machines often run as root, which Jupyter refuses unless told.
     // SAFETY: geteuid has no preconditions.
-    #[cfg(unix)]
     if unsafe { libc::geteuid() } == 0 {
         command.arg("--allow-root");
     }
+    // Kernels run in sessions of their own (jupyter_client's start_new_session): as our
+    // orphans they stay findable, and SIGINT, SIGTERM and SIGHUP reach us, not the default
+    // action, which would leave JupyterLab serving.
+    process::become_subreaper();
+    process::catch_stop_signals();
     let mut child = command.spawn().map_err(|e| {
         problem!(
             "cannot start JupyterLab from {}: {}",
@@ -86,11 +95,15 @@ pub fn run(args: LabArgs) -> Result<u8> {
     })?;
     let started = Instant::now();
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        if let Some(signal) = process::stop_signal() {
+            return Ok(stop(&mut child, signal));
+        }
         if let Ok(Some(status)) = child.try_wait() {
+            stop_leftovers();
             return Err(problem!("JupyterLab stopped before serving ({status})"));
         }
         if started.elapsed() > Duration::from_secs(180) {
-            let _ = child.kill();
+            stop(&mut child, libc::SIGTERM);
             return Err(problem!(
                 "JupyterLab did not answer on port {} in 180 s",
                 args.port
@@ -98,16 +111,95 @@ pub fn run(args: LabArgs) -> Result<u8> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    print(&format!(
+    // Nobody can open it without the URL: a failed print stops it.
+    if let Err(e) = print(&format!(
         "JupyterLab: http://127.0.0.1:{}/lab?token={token}\n",
         args.port
-    ))?;
-    let status = child
-        .wait()
-        .map_err(|e| problem!("waiting for JupyterLab: {}", io_text(&e)))?;
-    Ok(status
-        .code()
-        .map_or(0, |code| u8::try_from(code).unwrap_or(1)))
+    )) {
+        stop(&mut child, libc::SIGTERM);
+        return Err(e);
+    }
+    loop {
+        if let Some(signal) = process::stop_signal() {
+            return Ok(stop(&mut child, signal));
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                stop_leftovers();
+                return Ok(status
+                    .code()
+                    .map_or(0, |code| u8::try_from(code).unwrap_or(1)));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => {
+                stop(&mut child, libc::SIGTERM);
+                return Err(problem!("waiting for JupyterLab: {}", io_text(&e)));
+            }
+        }
+    }
+}
+
+/// How long JupyterLab gets to shut its kernels down after SIGTERM, and how long what is left
+/// gets after that, before SIGKILL.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// Stops JupyterLab after `signal` reached us: SIGTERM, which it answers by shutting its
+/// kernels down; SIGKILL after [`GRACE`]; then every process left below us. Returns the
+/// status a shell gives a process ended by `signal` (130 for SIGINT, 143 for SIGTERM).
+fn stop(child: &mut Child, signal: i32) -> u8 {
+    warn("attention-lab lab: stopping JupyterLab and its kernels");
+    process::signal_all(&[child.id()], libc::SIGTERM);
+    if !exits_within(child, GRACE) {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    stop_leftovers();
+    u8::try_from(128 + signal).unwrap_or(1)
+}
+
+/// Ends every descendant still running (a kernel JupyterLab did not stop, an orphan of a
+/// crashed server): SIGTERM, then SIGKILL after [`GRACE`]; reaps them all.
+fn stop_leftovers() {
+    process::signal_all(&process::descendants(), libc::SIGTERM);
+    let started = Instant::now();
+    while !process::descendants().is_empty() && started.elapsed() < GRACE {
+        process::reap_exited();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    process::signal_all(&process::descendants(), libc::SIGKILL);
+    std::thread::sleep(Duration::from_millis(50));
+    process::reap_exited();
+}
+
+/// Whether `child` exits within `limit` (it is reaped if so).
+fn exits_within(child: &mut Child, limit: Duration) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if let Ok(Some(_)) = child.try_wait() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// JupyterLab's settings that `lab` fixes, as admin defaults a user can still change in
+/// Settings: no "Would you like to get notified about official Jupyter news?" pop-up over the
+/// first notebook, and no update check (a class's machines need not reach the network).
+const OVERRIDES: &str = r#"{
+  "@jupyterlab/apputils-extension:notification": {
+    "checkForUpdates": false,
+    "fetchNews": "false"
+  }
+}
+"#;
+
+/// Writes [`OVERRIDES`] where this venv's JupyterLab reads its defaults
+/// (`share/jupyter/lab/settings/overrides.json`), on every start, so an older venv gets it too.
+fn quiet_news(venv: &Path) -> Result<()> {
+    let settings = venv.join("share/jupyter/lab/settings");
+    fs::create_dir_all(&settings).map_err(|e| Error::io(settings.display(), "create", e))?;
+    write_file(settings.join("overrides.json"), OVERRIDES.as_bytes())
 }
 
 /// Makes (or reuses) the venv with the pinned JupyterLab; returns its folder.
