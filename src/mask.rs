@@ -22,7 +22,7 @@
 //!
 //! To reproduce d2l's or burn's numbers, use [`Mask::with_fill`] with their fill value.
 
-use ndarray::{s, Array2, ArrayView2, ArrayViewMut2};
+use ndarray::{s, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
 use crate::error::{AttentionError, Operand};
 
@@ -53,11 +53,46 @@ impl Mask {
     /// assert_eq!(mask.additive(), &array![[0.0, f64::NEG_INFINITY], [0.0, 0.0]]);
     /// ```
     pub fn causal(n: usize) -> Mask {
-        Mask::from_blocked(&Array2::from_shape_fn((n, n), |(i, j)| j > i))
+        Mask::causal_over(n, n).expect("n queries never outnumber n keys")
+    }
+
+    /// The decoder's mask when the queries are the last `queries` of `keys` tokens, as when
+    /// new tokens attend to themselves and a KV cache: query `i` is token
+    /// `keys - queries + i` and may attend to keys `0..=keys - queries + i`. PyTorch names
+    /// this alignment `causal_lower_right`; `causal_over(n, n)` is [`Mask::causal`]`(n)`.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// // two new tokens over three cached ones: five keys in all
+    /// let mask = Mask::causal_over(2, 5)?;
+    /// assert_eq!(mask.additive().dim(), (2, 5));
+    /// assert!(!mask.is_blocked(0, 3) && mask.is_blocked(0, 4)); // token 3 cannot see token 4
+    /// assert!(!mask.is_blocked(1, 4));
+    /// assert_eq!(mask.additive().row(0), Mask::causal(5).additive().row(3));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when `queries` exceeds `keys`: the queries are the last of
+    /// the keys' tokens, so there cannot be more of them.
+    pub fn causal_over(queries: usize, keys: usize) -> Result<Mask, AttentionError> {
+        let cached = keys.checked_sub(queries).ok_or_else(|| {
+            AttentionError::mismatch(
+                Operand::new("the number of queries", &[queries]),
+                Operand::new("the number of keys", &[keys]),
+                "the queries are the last tokens of the key sequence, so there can be no \
+                 more of them than keys",
+            )
+        })?;
+        let blocked = Array2::from_shape_fn((queries, keys), |(i, j)| j > cached + i);
+        Ok(Mask::from_blocked(&blocked))
     }
 
     /// Blocks the keys marked `true` in `padded` for every one of `queries` queries: the mask
     /// of one batch item, PyTorch's `key_padding_mask[b]` (where `True` means padding).
+    /// `padded` is a slice, an array, a `Vec`, or a row of a batch's padding array as it is
+    /// (`padding.row(b)`).
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -65,8 +100,11 @@ impl Mask {
     /// let mask = Mask::key_padding(2, &[false, false, true]);
     /// assert!(mask.is_blocked(0, 2) && mask.is_blocked(1, 2));
     /// assert!(!mask.is_blocked(1, 1));
+    /// let padding = array![[false, true, false], [false, false, true]];
+    /// assert_eq!(Mask::key_padding(2, padding.row(1)), mask);
     /// ```
-    pub fn key_padding(queries: usize, padded: &[bool]) -> Mask {
+    pub fn key_padding<'a>(queries: usize, padded: impl Into<ArrayView1<'a, bool>>) -> Mask {
+        let padded = padded.into();
         Mask::from_blocked(&Array2::from_shape_fn((queries, padded.len()), |(_, j)| {
             padded[j]
         }))
