@@ -6,12 +6,17 @@
 //! stacked, with the batch as their first axis. Each item may have its own key padding
 //! (PyTorch's `key_padding_mask`, `true` = padding) and all items may share one [`Mask`]
 //! (PyTorch's `attn_mask`, e.g. [`Mask::causal`]).
+//!
+//! The streaming counterparts ([`MultiHead::forward_batch_streaming`],
+//! [`MultiHead::forward_cross_batch_streaming`]) run each item by the streaming path
+//! ([`crate::stream`]) and give only the stacked result.
 
 use ndarray::{Array2, Array3, Array4, ArrayView2, ArrayView3, Axis};
 
 use crate::error::{AttentionError, Operand};
 use crate::heads::{MultiHead, MultiHeadOutput};
 use crate::mask::Mask;
+use crate::stream::Streaming;
 
 /// Every intermediate of a multi-head layer on each item of a batch, and the batch's
 /// results and weights stacked along a first, batch axis.
@@ -197,63 +202,216 @@ impl MultiHead {
         self.forward_batch_in([x.into(), key.into(), value.into()], key_padding, mask)
     }
 
+    /// [`MultiHead::forward_batch`]'s stacked result, streamed: `(batch, tokens, width)`,
+    /// item `b` streamed with its key padding and the shared [`Mask`]. Streaming keeps no
+    /// weights, so there is no [`BatchOutput`].
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(2);
+    /// let layer = MultiHead::split(&w, &w, &w, 2, Some(w.clone()))?;
+    /// let x: Array3<f64> = array![[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[2.0, 0.0], [0.0, 2.0], [9.0, 9.0]]];
+    /// let padding = array![[false, false, false], [false, false, true]];
+    /// let mask = Mask::causal(3);
+    /// let out: Array3<f64> = layer.forward_batch_streaming(&x, Some(&padding), Some(&mask))?;
+    /// let full = layer.forward_batch(&x, Some(&padding), Some(&mask))?.result();
+    /// assert!((&out - &full).iter().all(|d| d.abs() < 1e-14));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`MultiHead::forward_batch`].
+    pub fn forward_batch_streaming<'a>(
+        &self,
+        x: impl Into<ArrayView3<'a, f64>>,
+        key_padding: Option<&Array2<bool>>,
+        mask: Option<&Mask>,
+    ) -> Result<Array3<f64>, AttentionError> {
+        self.forward_batch_streaming_with(x, key_padding, mask, Streaming::default())
+    }
+
+    /// [`MultiHead::forward_batch_streaming`] with chosen block sizes and threads (for each
+    /// item in turn).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(4);
+    /// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
+    /// let x = Array3::<f64>::ones((3, 5, 4));
+    /// let serial = Streaming { threads: 1, ..Streaming::default() };
+    /// let out: Array3<f64> = layer.forward_batch_streaming_with(&x, None, None, serial)?;
+    /// assert_eq!(out, x); // equal tokens: each one's value
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`MultiHead::forward_batch`].
+    pub fn forward_batch_streaming_with<'a>(
+        &self,
+        x: impl Into<ArrayView3<'a, f64>>,
+        key_padding: Option<&Array2<bool>>,
+        mask: Option<&Mask>,
+        streaming: Streaming,
+    ) -> Result<Array3<f64>, AttentionError> {
+        let x = x.into();
+        self.stream_batch([x, x, x], key_padding, mask, streaming)
+    }
+
+    /// [`MultiHead::forward_cross_batch`]'s stacked result, streamed: `(batch, tokens,
+    /// width)`, queries from `x`, keys from `key` and values from `value`, with the same
+    /// key padding and shared [`Mask`] conventions.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// // E = 2, one head; keys 3 wide, values 1 wide
+    /// let head = Head::cross(Array2::eye(2), Array2::zeros((3, 2)), array![[1.0, -1.0]])?;
+    /// let layer = MultiHead::new(vec![head], None)?;
+    /// let x = Array3::<f64>::ones((2, 1, 2));
+    /// let key = Array3::<f64>::zeros((2, 2, 3));
+    /// let value: Array3<f64> = array![[[1.0], [3.0]], [[4.0], [5.0]]];
+    /// let padding = array![[false, false], [false, true]];
+    /// let out: Array3<f64> = layer.forward_cross_batch_streaming(&x, &key, &value, Some(&padding), None)?;
+    /// // equal scores: item 0 averages its two values, item 1 sees only its first
+    /// assert_eq!(out, array![[[2.0, -2.0]], [[4.0, -4.0]]]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`MultiHead::forward_cross_batch`].
+    pub fn forward_cross_batch_streaming<'a>(
+        &self,
+        x: impl Into<ArrayView3<'a, f64>>,
+        key: impl Into<ArrayView3<'a, f64>>,
+        value: impl Into<ArrayView3<'a, f64>>,
+        key_padding: Option<&Array2<bool>>,
+        mask: Option<&Mask>,
+    ) -> Result<Array3<f64>, AttentionError> {
+        let streaming = Streaming::default();
+        self.forward_cross_batch_streaming_with(x, key, value, key_padding, mask, streaming)
+    }
+
+    /// [`MultiHead::forward_cross_batch_streaming`] with chosen block sizes and threads (for
+    /// each item in turn).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// // two new tokens per item over a KV cache of five
+    /// let w = Array2::<f64>::eye(2);
+    /// let layer = MultiHead::split(&w, &w, &w, 1, None)?;
+    /// let cache = Array3::from_shape_fn((2, 5, 2), |(b, t, f)| (b + t * f) as f64 / 4.0);
+    /// let new = cache.slice(s![.., 3.., ..]);
+    /// let tiny = Streaming { query_block: 1, key_block: 2, threads: 1 };
+    /// let mask = Mask::causal_over(2, 5)?;
+    /// let out = layer.forward_cross_batch_streaming_with(new, &cache, &cache, None, Some(&mask), tiny)?;
+    /// let all = layer.forward_batch(&cache, None, Some(&Mask::causal(5)))?.result();
+    /// assert!((&out - &all.slice(s![.., 3.., ..])).iter().all(|d| d.abs() < 1e-14));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`MultiHead::forward_cross_batch`].
+    pub fn forward_cross_batch_streaming_with<'a>(
+        &self,
+        x: impl Into<ArrayView3<'a, f64>>,
+        key: impl Into<ArrayView3<'a, f64>>,
+        value: impl Into<ArrayView3<'a, f64>>,
+        key_padding: Option<&Array2<bool>>,
+        mask: Option<&Mask>,
+        streaming: Streaming,
+    ) -> Result<Array3<f64>, AttentionError> {
+        let inputs = [x.into(), key.into(), value.into()];
+        self.stream_batch(inputs, key_padding, mask, streaming)
+    }
+
     fn forward_batch_in(
         &self,
         inputs: [ArrayView3<'_, f64>; 3],
         key_padding: Option<&Array2<bool>>,
         mask: Option<&Mask>,
     ) -> Result<BatchOutput, AttentionError> {
-        let [x, key, value] = inputs;
-        let self_attention = x.shape() == key.shape() && x.shape() == value.shape();
-        let names = if self_attention {
-            ["X", "X", "X"]
-        } else {
-            ["X", "key", "value"]
-        };
-        let (batch, queries, _) = x.dim();
-        let keys = key.dim().1;
-        for (input, name) in [(key, names[1]), (value, names[2])] {
-            if input.dim().0 != batch {
-                return Err(AttentionError::mismatch(
-                    Operand::new(name, input.shape()),
-                    Operand::new("X", x.shape()),
-                    "X, key and value must have the same number of batch items",
-                ));
-            }
-        }
-        if let Some(padding) = key_padding {
-            if padding.dim() != (batch, keys) {
-                return Err(AttentionError::mismatch(
-                    Operand::new("the key padding mask", padding.shape()),
-                    Operand::new(names[1], key.shape()),
-                    "the key padding mask must have one row per batch item and one column \
-                     per key token",
-                ));
-            }
-        }
-        if let Some(mask) = mask {
-            mask.check(queries, keys)?;
-        }
-        let items = (0..batch)
-            .map(|b| {
-                let [x, key, value] = inputs.map(|a| a.index_axis_move(Axis(0), b));
-                let padded = key_padding.map(|p| Mask::key_padding(queries, &p.row(b).to_vec()));
-                let mask = match (mask, padded) {
-                    (Some(shared), Some(padded)) => Some(shared.and(&padded)?),
-                    (shared, padded) => padded.or_else(|| shared.cloned()),
-                };
-                self.forward_in([x, key, value], mask.as_ref())
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| batch_shapes(e, &inputs, names))?;
+        let items = each_item(inputs, key_padding, mask, |item, mask| {
+            self.forward_in(item, mask)
+        })?;
         Ok(BatchOutput {
             items,
             heads: self.heads().len(),
-            queries,
-            keys,
+            queries: inputs[0].dim().1,
+            keys: inputs[1].dim().1,
             width: self.result_width(),
         })
     }
+
+    fn stream_batch(
+        &self,
+        inputs: [ArrayView3<'_, f64>; 3],
+        key_padding: Option<&Array2<bool>>,
+        mask: Option<&Mask>,
+        streaming: Streaming,
+    ) -> Result<Array3<f64>, AttentionError> {
+        let items = each_item(inputs, key_padding, mask, |item, mask| {
+            self.stream(item, mask, streaming)
+        })?;
+        let shape = (items.len(), inputs[0].dim().1, self.result_width());
+        Ok(stack(items.iter().map(|item| item.view()), shape))
+    }
+}
+
+/// Checks a batch's shapes, then runs `run` on each item (queries, keys and values) with its
+/// mask: the shared mask and the item's key padding together. An item's shape error names
+/// the whole batch.
+fn each_item<T>(
+    inputs: [ArrayView3<'_, f64>; 3],
+    key_padding: Option<&Array2<bool>>,
+    mask: Option<&Mask>,
+    run: impl Fn([ArrayView2<'_, f64>; 3], Option<&Mask>) -> Result<T, AttentionError>,
+) -> Result<Vec<T>, AttentionError> {
+    let [x, key, value] = inputs;
+    let self_attention = x.shape() == key.shape() && x.shape() == value.shape();
+    let names = if self_attention {
+        ["X", "X", "X"]
+    } else {
+        ["X", "key", "value"]
+    };
+    let (batch, queries, _) = x.dim();
+    let keys = key.dim().1;
+    for (input, name) in [(key, names[1]), (value, names[2])] {
+        if input.dim().0 != batch {
+            return Err(AttentionError::mismatch(
+                Operand::new(name, input.shape()),
+                Operand::new("X", x.shape()),
+                "X, key and value must have the same number of batch items",
+            ));
+        }
+    }
+    if let Some(padding) = key_padding {
+        if padding.dim() != (batch, keys) {
+            return Err(AttentionError::mismatch(
+                Operand::new("the key padding mask", padding.shape()),
+                Operand::new(names[1], key.shape()),
+                "the key padding mask must have one row per batch item and one column \
+                 per key token",
+            ));
+        }
+    }
+    if let Some(mask) = mask {
+        mask.check(queries, keys)?;
+    }
+    (0..batch)
+        .map(|b| {
+            let item = inputs.map(|a| a.index_axis_move(Axis(0), b));
+            let padded = key_padding.map(|p| Mask::key_padding(queries, p.row(b)));
+            let mask = match (mask, padded) {
+                (Some(shared), Some(padded)) => Some(shared.and(&padded)?),
+                (shared, padded) => padded.or_else(|| shared.cloned()),
+            };
+            run(item, mask.as_ref())
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| batch_shapes(e, &inputs, names))
 }
 
 /// An item's shape error names the whole batch: `X is 3x4x5`, not `X is 4x5`.

@@ -11,12 +11,15 @@
 //! When a new block raises the max from `m` to `m'`, everything summed so far was scaled by
 //! `exp(-m)` instead of `exp(-m')`, so `l` and `acc` are multiplied by `exp(m - m')` first.
 //! After the last block, `z = acc / l`: the same numbers as `weights V`, summed in another
-//! order. This is the scheme of FlashAttention and of PyTorch's CPU attention kernel.
+//! order. This is the scheme of FlashAttention and of PyTorch's CPU attention kernel. (One
+//! IEEE difference: where a weight underflows to 0 and its value is infinite, the full path
+//! gives `0 * inf = NaN`, the streamed one, rescaling in two steps, may give `inf`.)
 //!
 //! Its extra memory is one block of scores and one accumulator per thread, O(N d) in all
 //! (the fused Q, K, V and the output), against O(H N^2) for the path that keeps the weights.
 //! Query blocks run on all cores (`std::thread::scope`), and Q, K, V of every head come from
-//! one matrix product with the heads' projections side by side.
+//! one matrix product with the heads' projections side by side (one per input in
+//! cross-attention, where queries, keys and values come from different sequences).
 //!
 //! ```
 //! use attention_lab::prelude::*;
@@ -187,15 +190,8 @@ impl Head {
         x: impl Into<ArrayView2<'a, f64>>,
         streaming: Streaming,
     ) -> Result<Array2<f64>, AttentionError> {
-        forward(
-            std::slice::from_ref(self),
-            None,
-            None,
-            x.into(),
-            None,
-            None,
-            streaming,
-        )
+        let x = x.into();
+        self.stream([x, x, x], None, streaming)
     }
 
     /// [`Head::forward_masked`]'s `z`, streamed: the mask is added one block of scores at a
@@ -220,16 +216,155 @@ impl Head {
         x: impl Into<ArrayView2<'a, f64>>,
         mask: &Mask,
     ) -> Result<Array2<f64>, AttentionError> {
+        self.forward_streaming_masked_with(x, mask, Streaming::default())
+    }
+
+    /// [`Head::forward_streaming_masked`] with chosen block sizes and threads.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let x = array![[1.0, 2.0], [3.0, 4.0], [0.5, -1.0]];
+    /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
+    /// let tiny = Streaming { query_block: 2, key_block: 1, threads: 1 };
+    /// let z: Array2<f64> = head.forward_streaming_masked_with(&x, &Mask::causal(3), tiny)?;
+    /// assert_eq!(z.row(0), x.row(0)); // token 0 sees only itself
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Head::forward_masked`].
+    pub fn forward_streaming_masked_with<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        mask: &Mask,
+        streaming: Streaming,
+    ) -> Result<Array2<f64>, AttentionError> {
+        let x = x.into();
+        self.stream([x, x, x], Some(mask), streaming)
+    }
+
+    /// [`Head::forward_cross`]'s `z` without a mask, streamed: queries from `x`, keys from
+    /// `key` (kdim wide) and values from `value` (vdim wide), with no x-tokens x key-tokens
+    /// matrix.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// // queries 2 wide, keys 3 wide, values 1 wide
+    /// let head = Head::cross(Array2::eye(2), Array2::ones((3, 2)), array![[2.0]])?;
+    /// let x = array![[1.0, 0.0], [0.0, -1.0]];
+    /// let key = array![[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.5, 0.5, 0.5]];
+    /// let value = array![[3.0], [5.0], [-1.0]];
+    /// let z: Array2<f64> = head.forward_cross_streaming(&x, &key, &value)?;
+    /// let full = head.forward_cross(&x, &key, &value, None)?.z;
+    /// assert!((&z - &full).iter().all(|d| d.abs() < 1e-14));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Head::forward_cross`].
+    pub fn forward_cross_streaming<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        key: impl Into<ArrayView2<'a, f64>>,
+        value: impl Into<ArrayView2<'a, f64>>,
+    ) -> Result<Array2<f64>, AttentionError> {
+        self.forward_cross_streaming_with(x, key, value, Streaming::default())
+    }
+
+    /// [`Head::forward_cross_streaming`] with chosen block sizes and threads.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let head = Head::cross(Array2::eye(2), Array2::ones((3, 2)), array![[2.0]])?;
+    /// let x = array![[1.0, 0.0]];
+    /// let key = Array2::<f64>::zeros((4, 3));
+    /// let value = array![[1.0], [2.0], [3.0], [4.0]];
+    /// let one_key_at_a_time = Streaming { query_block: 1, key_block: 1, threads: 1 };
+    /// let z: Array2<f64> = head.forward_cross_streaming_with(&x, &key, &value, one_key_at_a_time)?;
+    /// assert!((z[[0, 0]] - 5.0).abs() < 1e-15); // equal scores: the mean of V = value W_V
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Head::forward_cross`].
+    pub fn forward_cross_streaming_with<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        key: impl Into<ArrayView2<'a, f64>>,
+        value: impl Into<ArrayView2<'a, f64>>,
+        streaming: Streaming,
+    ) -> Result<Array2<f64>, AttentionError> {
+        self.stream([x.into(), key.into(), value.into()], None, streaming)
+    }
+
+    /// [`Head::forward_cross`]'s `z` with a [`Mask`] of x's tokens x key's tokens, streamed;
+    /// a query whose every key is blocked gets a zero row, as in the full path.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// // one new token over three: the KV cache holds tokens 0 and 1
+    /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
+    /// let tokens = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]];
+    /// let x = tokens.slice(s![2.., ..]);
+    /// let mask = Mask::causal_over(1, 3)?.and(&Mask::key_padding(1, &[true, false, false]))?;
+    /// let z: Array2<f64> = head.forward_cross_streaming_masked(x, &tokens, &tokens, &mask)?;
+    /// let full = head.forward_cross(x, &tokens, &tokens, Some(&mask))?.z;
+    /// assert!((&z - &full).iter().all(|d| d.abs() < 1e-14));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Head::forward_cross`].
+    pub fn forward_cross_streaming_masked<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        key: impl Into<ArrayView2<'a, f64>>,
+        value: impl Into<ArrayView2<'a, f64>>,
+        mask: &Mask,
+    ) -> Result<Array2<f64>, AttentionError> {
+        self.forward_cross_streaming_masked_with(x, key, value, mask, Streaming::default())
+    }
+
+    /// [`Head::forward_cross_streaming_masked`] with chosen block sizes and threads.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let head = Head::cross(Array2::eye(1), Array2::eye(1), Array2::eye(1))?;
+    /// let (x, memory) = (array![[1.0], [2.0]], array![[3.0], [4.0], [5.0]]);
+    /// let blocked = array![[true, true, true], [false, true, true]];
+    /// let tiny = Streaming { query_block: 1, key_block: 2, threads: 1 };
+    /// let z: Array2<f64> =
+    ///     head.forward_cross_streaming_masked_with(&x, &memory, &memory, &Mask::from_blocked(&blocked), tiny)?;
+    /// assert_eq!(z, array![[0.0], [3.0]]); // zeros, not NaN; then the one key left
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Head::forward_cross`].
+    pub fn forward_cross_streaming_masked_with<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        key: impl Into<ArrayView2<'a, f64>>,
+        value: impl Into<ArrayView2<'a, f64>>,
+        mask: &Mask,
+        streaming: Streaming,
+    ) -> Result<Array2<f64>, AttentionError> {
+        self.stream([x.into(), key.into(), value.into()], Some(mask), streaming)
+    }
+
+    fn stream(
+        &self,
+        inputs: [ArrayView2<'_, f64>; 3],
+        mask: Option<&Mask>,
+        streaming: Streaming,
+    ) -> Result<Array2<f64>, AttentionError> {
         let heads = std::slice::from_ref(self);
-        forward(
-            heads,
-            None,
-            None,
-            x.into(),
-            None,
-            Some(mask),
-            Streaming::default(),
-        )
+        forward(heads, None, None, inputs, None, mask, streaming)
     }
 }
 
@@ -278,7 +413,8 @@ impl MultiHead {
         x: impl Into<ArrayView2<'a, f64>>,
         streaming: Streaming,
     ) -> Result<Array2<f64>, AttentionError> {
-        self.stream(x.into(), None, streaming)
+        let x = x.into();
+        self.stream([x, x, x], None, streaming)
     }
 
     /// [`MultiHead::forward_masked`]'s `output`, streamed, with the same [`Mask`] in every
@@ -329,17 +465,138 @@ impl MultiHead {
         mask: &Mask,
         streaming: Streaming,
     ) -> Result<Array2<f64>, AttentionError> {
-        self.stream(x.into(), Some(mask), streaming)
+        let x = x.into();
+        self.stream([x, x, x], Some(mask), streaming)
     }
 
-    fn stream(
+    /// [`MultiHead::forward_cross`]'s result without a mask, streamed: queries from `x`,
+    /// keys from `key` and values from `value` in every head (PyTorch's
+    /// `mha(query, key, value)`), keeping no intermediate.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// // E = 2 with two heads of width 1; keys 3 wide (kdim), values 1 wide (vdim)
+    /// let heads = vec![
+    ///     Head::cross(array![[1.0], [0.0]], Array2::ones((3, 1)), array![[1.0]])?,
+    ///     Head::cross(array![[0.0], [1.0]], Array2::ones((3, 1)), array![[-1.0]])?,
+    /// ];
+    /// let layer = MultiHead::new(heads, Some(Array2::eye(2)))?;
+    /// let decoder = array![[1.0, 2.0], [0.0, 1.0]];
+    /// let (encoder_k, encoder_v) = (Array2::<f64>::zeros((4, 3)), array![[1.0], [2.0], [3.0], [4.0]]);
+    /// let out: Array2<f64> = layer.forward_cross_streaming(&decoder, &encoder_k, &encoder_v)?;
+    /// assert!((&out.row(0) - &array![2.5, -2.5]).iter().all(|d| d.abs() < 1e-14)); // the mean of the values
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`MultiHead::forward_cross`].
+    pub fn forward_cross_streaming<'a>(
         &self,
-        x: ArrayView2<'_, f64>,
+        x: impl Into<ArrayView2<'a, f64>>,
+        key: impl Into<ArrayView2<'a, f64>>,
+        value: impl Into<ArrayView2<'a, f64>>,
+    ) -> Result<Array2<f64>, AttentionError> {
+        self.forward_cross_streaming_with(x, key, value, Streaming::default())
+    }
+
+    /// [`MultiHead::forward_cross_streaming`] with chosen block sizes and threads.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(4);
+    /// let layer = MultiHead::split(&w, &w, &w, 2, Some(w.clone()))?;
+    /// let x = array![[1.0, 0.0, 0.0, 1.0]];
+    /// let memory = array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [0.0, 1.0, 0.0, -1.0]];
+    /// let serial = Streaming { threads: 1, ..Streaming::default() };
+    /// let out: Array2<f64> = layer.forward_cross_streaming_with(&x, &memory, &memory, serial)?;
+    /// let full = layer.forward_cross(&x, &memory, &memory, None)?;
+    /// assert!((&out - full.result()).iter().all(|d| d.abs() < 1e-12));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`MultiHead::forward_cross`].
+    pub fn forward_cross_streaming_with<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        key: impl Into<ArrayView2<'a, f64>>,
+        value: impl Into<ArrayView2<'a, f64>>,
+        streaming: Streaming,
+    ) -> Result<Array2<f64>, AttentionError> {
+        self.stream([x.into(), key.into(), value.into()], None, streaming)
+    }
+
+    /// [`MultiHead::forward_cross`]'s result with a [`Mask`] of x's tokens x key's tokens in
+    /// every head, streamed: new tokens over a KV cache with [`Mask::causal_over`], or over an
+    /// encoder's output with [`Mask::key_padding`].
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// // the last two tokens as queries, every token as keys and values
+    /// let w = Array2::<f64>::eye(4);
+    /// let layer = MultiHead::split(&w, &w, &w, 2, Some(Array2::ones((4, 3))))?;
+    /// let tokens = array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [0.0, 1.0, 0.0, -1.0]];
+    /// let new = tokens.slice(s![1.., ..]);
+    /// let out: Array2<f64> = layer.forward_cross_streaming_masked(new, &tokens, &tokens, &Mask::causal_over(2, 3)?)?;
+    /// // the same rows as the whole sequence under the square causal mask
+    /// let all = layer.forward_masked(&tokens, &Mask::causal(3))?;
+    /// assert!((&out - &all.result().slice(s![1.., ..])).iter().all(|d| d.abs() < 1e-12));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`MultiHead::forward_cross`].
+    pub fn forward_cross_streaming_masked<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        key: impl Into<ArrayView2<'a, f64>>,
+        value: impl Into<ArrayView2<'a, f64>>,
+        mask: &Mask,
+    ) -> Result<Array2<f64>, AttentionError> {
+        self.forward_cross_streaming_masked_with(x, key, value, mask, Streaming::default())
+    }
+
+    /// [`MultiHead::forward_cross_streaming_masked`] with chosen block sizes and threads.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(2);
+    /// let layer = MultiHead::split(&w, &w, &w, 1, None)?;
+    /// let (x, memory) = (array![[1.0, 2.0]], array![[3.0, 4.0], [5.0, 6.0]]);
+    /// let padding = Mask::key_padding(1, &[true, true]);
+    /// let tiny = Streaming { query_block: 1, key_block: 1, threads: 1 };
+    /// let out: Array2<f64> = layer.forward_cross_streaming_masked_with(&x, &memory, &memory, &padding, tiny)?;
+    /// assert_eq!(out, array![[0.0, 0.0]]); // every key is padding: zeros, not NaN
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`MultiHead::forward_cross`].
+    pub fn forward_cross_streaming_masked_with<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+        key: impl Into<ArrayView2<'a, f64>>,
+        value: impl Into<ArrayView2<'a, f64>>,
+        mask: &Mask,
+        streaming: Streaming,
+    ) -> Result<Array2<f64>, AttentionError> {
+        self.stream([x.into(), key.into(), value.into()], Some(mask), streaming)
+    }
+
+    /// The streamed result of queries from `inputs[0]`, keys from `inputs[1]` and values
+    /// from `inputs[2]` (X three times in self-attention).
+    pub(crate) fn stream(
+        &self,
+        inputs: [ArrayView2<'_, f64>; 3],
         mask: Option<&Mask>,
         streaming: Streaming,
     ) -> Result<Array2<f64>, AttentionError> {
         let (heads, wo, bo) = (self.heads(), self.wo(), self.bo());
-        forward(heads, wo, bo, x, Some(1), mask, streaming)
+        forward(heads, wo, bo, inputs, Some(1), mask, streaming)
     }
 }
 
@@ -367,67 +624,94 @@ fn forward(
     heads: &[Head],
     wo: Option<&Array2<f64>>,
     bo: Option<&Array1<f64>>,
-    x: ArrayView2<'_, f64>,
+    inputs: [ArrayView2<'_, f64>; 3],
     head_number: Option<usize>,
     mask: Option<&Mask>,
     streaming: Streaming,
 ) -> Result<Array2<f64>, AttentionError> {
+    let [x, key, value] = inputs;
+    // In the order the full path meets them: head 1's inputs, the mask, the other heads.
     for (i, head) in heads.iter().enumerate() {
-        head.check_inputs([x, x, x], head_number.map(|first| first + i))?;
+        head.check_inputs(inputs, head_number.map(|first| first + i))?;
+        if let (0, Some(mask)) = (i, mask) {
+            mask.check(x.nrows(), key.nrows())?;
+        }
     }
-    if let Some(mask) = mask {
-        mask.check(x.nrows(), x.nrows())?;
-    }
-    // One product for every head's Q, K and V: [W_Q1 .. W_QH | W_K1 .. W_KH | W_V1 .. W_VH].
-    let wqs: Vec<ArrayView2<'_, f64>> = heads.iter().map(|h| h.wq().view()).collect();
-    let wks: Vec<ArrayView2<'_, f64>> = heads.iter().map(|h| h.wk().view()).collect();
-    let wvs: Vec<ArrayView2<'_, f64>> = heads.iter().map(|h| h.wv().view()).collect();
-    let all: Vec<ArrayView2<'_, f64>> = wqs.into_iter().chain(wks).chain(wvs).collect();
-    let fused = concatenate(Axis(1), &all).expect("projections share their row count");
+    let picks: [fn(&Head) -> &Array2<f64>; 3] = [Head::wq, Head::wk, Head::wv];
+    let ws = picks.map(|w| heads.iter().map(|h| w(h).view()).collect::<Vec<_>>());
+    let widths = ws
+        .each_ref()
+        .map(|w| w.iter().map(|w| w.ncols()).sum::<usize>());
+    // Self-attention: one product for every head's Q, K and V,
+    // X [W_Q1 .. W_QH | W_K1 .. W_KH | W_V1 .. W_VH]. Cross-attention: one per input.
+    let same = |a: ArrayView2<'_, f64>| {
+        (a.as_ptr(), a.dim(), a.strides()) == (x.as_ptr(), x.dim(), x.strides())
+    };
+    let (mut qkv, first_col) = if same(key) && same(value) {
+        let all = ws.concat();
+        (
+            vec![project(x, &all, streaming)],
+            [0, widths[0], widths[0] + widths[1]],
+        )
+    } else {
+        let each = inputs.iter().zip(&ws);
+        (
+            each.map(|(input, w)| project(*input, w, streaming))
+                .collect(),
+            [0; 3],
+        )
+    };
+    // Which of `qkv` holds Q (0), K (1) or V (2).
+    let last = qkv.len() - 1;
+    let holder = |i: usize| i.min(last);
     let mut plan = Plan {
         heads: Vec::with_capacity(heads.len()),
-        width: 0,
+        width: widths[2],
         mask,
         bo,
     };
-    let q_width: usize = heads.iter().map(|h| h.wq().ncols()).sum();
-    let (mut q, mut v) = (0, 2 * q_width);
+    let (mut q, mut v) = (0, 0);
     for h in heads {
         let (d_k, d_v) = (h.wq().ncols(), h.wv().ncols());
         plan.heads.push(HeadCols {
-            q,
-            k: q + q_width,
-            v,
+            q: first_col[0] + q,
+            k: first_col[1] + q,
+            v: first_col[2] + v,
             d_k,
             d_v,
             softmax: h.softmax(),
         });
         q += d_k;
         v += d_v;
-        plan.width += d_v;
     }
-    let mut qkv = project(x, fused.view(), streaming);
     for (h, cols) in heads.iter().zip(&plan.heads) {
         if let Some((bq, bk, bv)) = h.biases() {
-            for (start, b) in [(cols.q, bq), (cols.k, bk), (cols.v, bv)] {
-                let mut part = qkv.slice_mut(s![.., start..start + b.len()]);
+            for (i, start, b) in [(0, cols.q, bq), (1, cols.k, bk), (2, cols.v, bv)] {
+                let mut part = qkv[holder(i)].slice_mut(s![.., start..start + b.len()]);
                 part += b;
             }
         }
     }
     let out_width = wo.map_or(plan.width, |w| w.ncols());
     let mut out = Array2::zeros((x.nrows(), out_width));
-    let view = qkv.view();
-    run(&plan, view, view, view, wo, out.view_mut(), streaming);
+    let [q, k, v] = [0, 1, 2].map(|i| qkv[holder(i)].view());
+    run(&plan, q, k, v, wo, out.view_mut(), streaming);
     Ok(out)
 }
 
-/// `x w`, its rows shared among the threads.
-fn project(x: ArrayView2<'_, f64>, w: ArrayView2<'_, f64>, streaming: Streaming) -> Array2<f64> {
+/// `x [w_1 | w_2 | ..]`, its rows shared among the threads.
+fn project(
+    x: ArrayView2<'_, f64>,
+    ws: &[ArrayView2<'_, f64>],
+    streaming: Streaming,
+) -> Array2<f64> {
+    // The inputs were checked against every projection's rows.
+    let w = concatenate(Axis(1), ws).expect("projections share their row count");
     let mut out = Array2::zeros((x.nrows(), w.ncols()));
     // Below 128 rows a thread costs more than it saves.
     let threads = streaming.threads_for(x.nrows().div_ceil(128));
     let rows = x.nrows().div_ceil(threads).max(1);
+    let w = w.view();
     std::thread::scope(|scope| {
         for (x_part, mut out_part) in x
             .axis_chunks_iter(Axis(0), rows)
@@ -669,9 +953,10 @@ fn stream_head(
         if softmax == Softmax::Naive {
             naive_edges(m, l, z_row.view_mut());
         }
-        // Every key blocked: zeros where the softmax gives 0 / 0, as the full path does.
+        // Every key blocked: zero weights where the softmax gives 0 / 0, as the full path
+        // does; `acc` is then those weights times V (zeros, or NaN where V holds NaN or inf).
         if mask.is_some() && m == f64::NEG_INFINITY {
-            z_row.fill(0.0);
+            z_row.assign(&a);
         }
     }
 }

@@ -2,21 +2,23 @@
 //! intermediate: the same numbers to 1e-12, the same errors, the same NaN and overflow.
 
 use attention_lab::prelude::*;
+use ndarray::Dimension;
 use proptest::prelude::*;
 
-/// Elementwise `|a - b| <= 1e-12 * max(|b|, scale)`: relative, with the matrix's largest
-/// magnitude as the floor where an entry cancels to near zero.
-fn assert_agrees(streamed: &Array2<f64>, full: &Array2<f64>) {
-    assert_eq!(streamed.dim(), full.dim());
-    let scale = full.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    for ((i, j), &b) in full.indexed_iter() {
-        let a = streamed[[i, j]];
-        if a.is_nan() && b.is_nan() {
+/// Elementwise `|a - b| <= 1e-12 * max(|b|, scale)`: relative, with the array's largest
+/// finite magnitude as the floor where an entry cancels to near zero. NaN agrees with NaN and
+/// an infinity with itself.
+fn assert_agrees<D: Dimension>(streamed: &Array<f64, D>, full: &Array<f64, D>) {
+    assert_eq!(streamed.shape(), full.shape());
+    let finite = full.iter().filter(|v| v.is_finite());
+    let scale = finite.fold(0.0f64, |m, v| m.max(v.abs()));
+    for ((at, &b), &a) in full.indexed_iter().zip(streamed) {
+        if a == b || (a.is_nan() && b.is_nan()) {
             continue;
         }
         assert!(
             (a - b).abs() <= 1e-12 * b.abs().max(scale),
-            "entry ({i}, {j}): streamed {a:e}, full {b:e}"
+            "entry {at:?}: streamed {a:e}, full {b:e}"
         );
     }
 }
@@ -333,6 +335,8 @@ proptest! {
         }
         let head = &layer.heads()[0];
         assert_agrees(&head.forward_streaming_masked(&x, &mask).unwrap(), &full.heads[0].z);
+        let streamed = head.forward_streaming_masked_with(&x, &mask, streaming).unwrap();
+        assert_agrees(&streamed, &full.heads[0].z);
     }
 }
 
@@ -371,4 +375,352 @@ fn causal_and_padding_agree_on_a_long_input() {
         // Query 0 sees only key 0, which is padding.
         assert!(streamed.row(0).iter().all(|&z| z == 0.0));
     }
+}
+
+fn vector(len: usize) -> impl Strategy<Value = Array1<f64>> {
+    proptest::collection::vec(-4.0..4.0f64, len).prop_map(Array1::from)
+}
+
+fn tensor(items: usize, rows: usize, cols: usize) -> impl Strategy<Value = Array3<f64>> {
+    proptest::collection::vec(-4.0..4.0f64, items * rows * cols)
+        .prop_map(move |v| Array3::from_shape_vec((items, rows, cols), v).unwrap())
+}
+
+/// `rows x cols` with `true` = blocked, about one row in four blocked entirely.
+fn blocked(rows: usize, cols: usize) -> impl Strategy<Value = Array2<bool>> {
+    (
+        proptest::collection::vec(any::<bool>(), rows * cols),
+        proptest::collection::vec(0..4u8, rows),
+    )
+        .prop_map(move |(b, full)| {
+            Array2::from_shape_fn((rows, cols), |(i, j)| b[i * cols + j] || full[i] == 0)
+        })
+}
+
+/// A cross-attention layer: `h` heads taking queries `e` wide (d_k = `dh`), keys `kdim` and
+/// values `vdim` wide (d_v = `dv`), each with or without biases, with or without W_O and b_O.
+/// W_Q is scaled down so that no score falls 745 below its row's largest, where `exp`
+/// underflows: there an infinite value gives `0 * inf = NaN` in the full path but may give
+/// `inf` in the streamed one, which scales in two steps (large scores are tested apart, on
+/// finite inputs).
+fn cross_layer(
+    h: usize,
+    e: usize,
+    dh: usize,
+    kdim: usize,
+    vdim: usize,
+    dv: usize,
+) -> impl Strategy<Value = MultiHead> {
+    let head = (
+        matrix(e, dh),
+        matrix(kdim, dh),
+        matrix(vdim, dv),
+        proptest::option::of((vector(dh), vector(dh), vector(dv))),
+    )
+        .prop_map(|(wq, wk, wv, biases)| {
+            let head = Head::cross(wq / 8.0, wk, wv).unwrap();
+            match biases {
+                Some((bq, bk, bv)) => head.with_biases(bq, bk, bv).unwrap(),
+                None => head,
+            }
+        });
+    let out = proptest::option::of((matrix(h * dv, 3), proptest::option::of(vector(3))));
+    (proptest::collection::vec(head, h), out).prop_map(|(heads, out)| match out {
+        None => MultiHead::new(heads, None).unwrap(),
+        Some((wo, bo)) => {
+            let layer = MultiHead::new(heads, Some(wo)).unwrap();
+            match bo {
+                Some(bo) => layer.with_output_bias(bo).unwrap(),
+                None => layer,
+            }
+        }
+    })
+}
+
+/// NaN, inf or -inf at one entry of one input, or nothing: (which input, where, what).
+fn spoiler() -> impl Strategy<Value = Option<(usize, usize, f64)>> {
+    let bad = prop_oneof![Just(f64::NAN), Just(f64::INFINITY), Just(f64::NEG_INFINITY)];
+    proptest::option::of((0..3usize, any::<usize>(), bad))
+}
+
+fn spoil<D: Dimension>(inputs: &mut [Array<f64, D>], spoiler: Option<(usize, usize, f64)>) {
+    if let Some((which, at, bad)) = spoiler {
+        let input = &mut inputs[which % inputs.len()];
+        let len = input.len();
+        if let Some(entry) = input.iter_mut().nth(at % len.max(1)) {
+            *entry = bad;
+        }
+    }
+}
+
+/// (x, key, value, a cross-attention layer, a boolean mask of x's tokens x key's tokens);
+/// there may be no keys at all.
+type Cross = ([Array2<f64>; 3], MultiHead, Array2<bool>);
+
+fn cross_inputs() -> impl Strategy<Value = Cross> {
+    (
+        1..20usize,
+        0..25usize,
+        1..4usize,
+        1..3usize,
+        1..5usize,
+        1..5usize,
+        1..3usize,
+    )
+        .prop_flat_map(|(n, m, h, dh, kdim, vdim, dv)| {
+            let e = h * dh;
+            let inputs = [matrix(n, e), matrix(m, kdim), matrix(m, vdim)];
+            (inputs, cross_layer(h, e, dh, kdim, vdim, dv), blocked(n, m))
+        })
+}
+
+proptest! {
+    #[test]
+    fn cross_streamed_equals_cross_full(
+        (mut inputs, layer, blocked) in cross_inputs(),
+        spoiler in spoiler(),
+        query_block in 1..12usize,
+        key_block in 1..12usize,
+        fill in prop_oneof![Just(None), Just(Some(-1e6))],
+    ) {
+        spoil(&mut inputs, spoiler);
+        let [x, key, value] = &inputs;
+        let mask = Mask::from_blocked(&blocked);
+        let mask = match fill { Some(f) => mask.with_fill(f), None => mask };
+        let streaming = Streaming { query_block, key_block, threads: 2 };
+
+        let full = layer.forward_cross(x, key, value, None).unwrap();
+        assert_agrees(&layer.forward_cross_streaming(x, key, value).unwrap(), full.result());
+        let streamed = layer.forward_cross_streaming_with(x, key, value, streaming).unwrap();
+        assert_agrees(&streamed, full.result());
+        for (head, out) in layer.heads().iter().zip(&full.heads) {
+            assert_agrees(&head.forward_cross_streaming(x, key, value).unwrap(), &out.z);
+            let z = head.forward_cross_streaming_with(x, key, value, streaming).unwrap();
+            assert_agrees(&z, &out.z);
+        }
+
+        let full = layer.forward_cross(x, key, value, Some(&mask)).unwrap();
+        let streamed = layer.forward_cross_streaming_masked(x, key, value, &mask).unwrap();
+        assert_agrees(&streamed, full.result());
+        let streamed = layer
+            .forward_cross_streaming_masked_with(x, key, value, &mask, streaming)
+            .unwrap();
+        assert_agrees(&streamed, full.result());
+        for (head, out) in layer.heads().iter().zip(&full.heads) {
+            let z = head.forward_cross_streaming_masked(x, key, value, &mask).unwrap();
+            assert_agrees(&z, &out.z);
+            let z = head
+                .forward_cross_streaming_masked_with(x, key, value, &mask, streaming)
+                .unwrap();
+            assert_agrees(&z, &out.z);
+            if fill.is_none() && spoiler.is_none() {
+                // A fully masked row is zeros, not NaN.
+                for (i, row) in blocked.rows().into_iter().enumerate() {
+                    if row.iter().all(|&b| b) {
+                        prop_assert!(z.row(i).iter().all(|&z| z == 0.0));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// (x, key, value, a layer, a key padding mask, a shared mask, whether it is
+/// cross-attention); in self-attention key and value are unused (x is all three).
+type Batch = (
+    [Array3<f64>; 3],
+    MultiHead,
+    Option<Array2<bool>>,
+    Option<Array2<bool>>,
+    bool,
+);
+
+fn batch_inputs() -> impl Strategy<Value = Batch> {
+    let shapes = (
+        0..4usize,
+        1..8usize,
+        0..9usize,
+        1..4usize,
+        1..3usize,
+        1..5usize,
+        1..5usize,
+    );
+    (shapes, 1..3usize, any::<bool>()).prop_flat_map(
+        |((batch, n, m, h, dh, kdim, vdim), dv, cross)| {
+            let e = h * dh;
+            let (m, kdim, vdim) = if cross { (m, kdim, vdim) } else { (n, e, e) };
+            let inputs = [
+                tensor(batch, n, e),
+                tensor(batch, m, kdim),
+                tensor(batch, m, vdim),
+            ];
+            (
+                inputs,
+                cross_layer(h, e, dh, kdim, vdim, dv),
+                proptest::option::of(blocked(batch, m)),
+                proptest::option::of(blocked(n, m)),
+                Just(cross),
+            )
+        },
+    )
+}
+
+proptest! {
+    #[test]
+    fn batch_streamed_equals_batch_full(
+        (mut inputs, layer, padding, shared, cross) in batch_inputs(),
+        spoiler in spoiler(),
+        query_block in 1..6usize,
+        key_block in 1..6usize,
+    ) {
+        let spoilable = if cross { &mut inputs[..] } else { &mut inputs[..1] };
+        spoil(spoilable, spoiler);
+        let [x, key, value] = &inputs;
+        let (padding, shared) = (padding.as_ref(), shared.map(|b| Mask::from_blocked(&b)));
+        let shared = shared.as_ref();
+        let streaming = Streaming { query_block, key_block, threads: 2 };
+        if cross {
+            let full = layer.forward_cross_batch(x, key, value, padding, shared).unwrap().result();
+            let streamed = layer.forward_cross_batch_streaming(x, key, value, padding, shared);
+            assert_agrees(&streamed.unwrap(), &full);
+            let streamed = layer
+                .forward_cross_batch_streaming_with(x, key, value, padding, shared, streaming);
+            assert_agrees(&streamed.unwrap(), &full);
+        } else {
+            let full = layer.forward_batch(x, padding, shared).unwrap().result();
+            assert_agrees(&layer.forward_batch_streaming(x, padding, shared).unwrap(), &full);
+            let streamed = layer.forward_batch_streaming_with(x, padding, shared, streaming);
+            assert_agrees(&streamed.unwrap(), &full);
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn causal_over_is_the_last_rows_of_causal(queries in 0..12usize, cached in 0..12usize) {
+        let keys = queries + cached;
+        let mask = Mask::causal_over(queries, keys).unwrap();
+        let causal = Mask::causal(keys);
+        prop_assert_eq!(mask.additive(), &causal.additive().slice(s![cached.., ..]));
+    }
+}
+
+#[test]
+fn causal_over_more_queries_than_keys_is_an_error() {
+    let err = Mask::causal_over(5, 3).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the number of queries is 5 but the number of keys is 3: the queries are the last \
+         tokens of the key sequence, so there can be no more of them than keys"
+    );
+    assert_eq!(Mask::causal_over(0, 0).unwrap().additive().dim(), (0, 0));
+}
+
+#[test]
+fn decoding_over_a_kv_cache_agrees_with_the_whole_sequence() {
+    // The last tokens as queries over every token as keys and values, under causal_over,
+    // are the last rows of the whole sequence under the causal mask.
+    let (tokens, layer) = layer(70, 8, 2, 12);
+    let full = layer.forward_masked(&tokens, &Mask::causal(70)).unwrap();
+    for new in [1, 2, 17, 70] {
+        let x = tokens.slice(s![70 - new.., ..]);
+        let mask = Mask::causal_over(new, 70).unwrap();
+        for key_block in [1, 9, 512] {
+            let streaming = Streaming {
+                query_block: 4,
+                key_block,
+                threads: 0,
+            };
+            let streamed = layer
+                .forward_cross_streaming_masked_with(x, &tokens, &tokens, &mask, streaming)
+                .unwrap();
+            assert_agrees(
+                &streamed,
+                &full.result().slice(s![70 - new.., ..]).to_owned(),
+            );
+        }
+    }
+}
+
+#[test]
+fn key_padding_takes_any_row_of_bools() {
+    let padding = array![[false, true, false], [true, false, true]];
+    let row = padding.row(1);
+    let want = Mask::key_padding(2, &[true, false, true]);
+    let as_vec: Vec<bool> = row.to_vec();
+    let as_slice: &[bool] = &as_vec;
+    assert_eq!(Mask::key_padding(2, as_slice), want);
+    assert_eq!(Mask::key_padding(2, &as_vec), want);
+    assert_eq!(Mask::key_padding(2, row), want);
+    assert_eq!(Mask::key_padding(2, &row.to_owned()), want);
+}
+
+#[test]
+fn cross_streaming_errors_are_the_full_paths() {
+    let mut rng = StdRng::seed_from_u64(2);
+    let mut w = |rows, cols| random_projection(rows, cols, &mut rng).unwrap();
+    let heads = vec![
+        Head::cross(w(4, 2), w(3, 2), w(5, 2)).unwrap(),
+        Head::cross(w(4, 2), w(3, 2), w(5, 1)).unwrap(),
+    ];
+    let layer = MultiHead::new(heads, Some(w(3, 4))).unwrap();
+    let x = Array2::<f64>::zeros((6, 4));
+    let (key, value) = (Array2::<f64>::zeros((7, 3)), Array2::<f64>::zeros((7, 5)));
+    let wide = Array2::<f64>::zeros((7, 6));
+    let short = Array2::<f64>::zeros((6, 5));
+    let wrong_mask = Mask::causal(6);
+    for (x, key, value, mask) in [
+        (&key, &key, &value, None),
+        (&x, &wide, &value, None),
+        (&x, &key, &wide, None),
+        (&x, &key, &short, None),
+        (&x, &key, &value, Some(&wrong_mask)),
+    ] {
+        let full = layer.forward_cross(x, key, value, mask).unwrap_err();
+        let streamed = match mask {
+            Some(mask) => layer.forward_cross_streaming_masked(x, key, value, mask),
+            None => layer.forward_cross_streaming(x, key, value),
+        };
+        assert_eq!(streamed.unwrap_err(), full);
+        let head = &layer.heads()[0];
+        let full = head.forward_cross(x, key, value, mask).unwrap_err();
+        let streamed = match mask {
+            Some(mask) => head.forward_cross_streaming_masked(x, key, value, mask),
+            None => head.forward_cross_streaming(x, key, value),
+        };
+        assert_eq!(streamed.unwrap_err(), full);
+    }
+}
+
+#[test]
+fn streaming_batch_errors_are_the_full_paths() {
+    let (_, layer) = layer(1, 4, 2, 1);
+    let x = Array3::<f64>::zeros((2, 3, 4));
+    let fewer = Array3::<f64>::zeros((1, 3, 4));
+    let narrow = Array3::<f64>::zeros((2, 3, 5));
+    let padding = Array2::from_elem((2, 4), false);
+    let mask = Mask::causal(4);
+    let full = layer.forward_batch(&narrow, None, None).unwrap_err();
+    let streamed = layer.forward_batch_streaming(&narrow, None, None);
+    assert_eq!(streamed.unwrap_err(), full);
+    assert!(full.to_string().starts_with("X is 2x3x5"), "{full}");
+    for (padding, mask) in [(Some(&padding), None), (None, Some(&mask))] {
+        let full = layer.forward_batch(&x, padding, mask).unwrap_err();
+        let streamed = layer.forward_batch_streaming(&x, padding, mask);
+        assert_eq!(streamed.unwrap_err(), full);
+    }
+    let full = layer
+        .forward_cross_batch(&x, &fewer, &fewer, None, None)
+        .unwrap_err();
+    let streamed = layer.forward_cross_batch_streaming(&x, &fewer, &fewer, None, None);
+    assert_eq!(streamed.unwrap_err(), full);
+}
+
+#[test]
+fn an_empty_batch_gives_an_empty_result() {
+    let (_, layer) = layer(1, 4, 2, 1);
+    let x = Array3::<f64>::zeros((0, 3, 4));
+    let out = layer.forward_batch_streaming(&x, None, None).unwrap();
+    assert_eq!(out.dim(), (0, 3, 4));
+    assert_eq!(out, layer.forward_batch(&x, None, None).unwrap().result());
 }
