@@ -1,0 +1,192 @@
+//! No import circle between the modules of any crate of the workspace (cargo already refuses
+//! one between crates): each `crate::a::b` or `super::b` path outside a file's `mod tests` is an
+//! edge from the file's module to the deepest module it names, and the graph must be acyclic.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Every module of the crate whose sources are in `src`: `a::b` for `a/b.rs` or `a/b/mod.rs`,
+/// `(root)` for lib.rs and main.rs; with its file.
+fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
+    let mut found = BTreeMap::new();
+    let mut folders = vec![src.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let relative = path.strip_prefix(src).unwrap().with_extension("");
+            let mut parts: Vec<String> = relative
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            if parts.last().is_some_and(|p| p == "mod") {
+                parts.pop();
+            }
+            let name = match parts.as_slice() {
+                [one] if one == "lib" || one == "main" => "(root)".to_owned(),
+                _ => parts.join("::"),
+            };
+            found.insert(name, path);
+        }
+    }
+    found
+}
+
+/// The paths after each `crate::` and `super::` in `text`: `a::b::c`.
+fn paths_after<'t>(text: &'t str, prefix: &str) -> Vec<Vec<&'t str>> {
+    let mut paths = Vec::new();
+    for (at, _) in text.match_indices(prefix) {
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+            continue; // `$crate::` in a macro, or a longer name ending in "crate"
+        }
+        let rest = &text[at + prefix.len()..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(rest.len());
+        paths.push(rest[..end].split("::").filter(|s| !s.is_empty()).collect());
+    }
+    paths
+}
+
+/// The module graph of the crate in `src`: module -> the modules it imports.
+fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let modules = modules(src);
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, file) in &modules {
+        let text = std::fs::read_to_string(file).unwrap();
+        // Unit tests may reach anywhere; they sit at the end of a file.
+        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+        let code: String = code
+            .lines()
+            .map(|l| l.split("//").next().unwrap())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let here: Vec<&str> = match module.as_str() {
+            "(root)" => Vec::new(),
+            m => m.split("::").collect(),
+        };
+        // `super` of a/b.rs is a; of a/mod.rs it is a's parent.
+        let is_mod_rs = file.file_name().is_some_and(|f| f == "mod.rs");
+        let parent = if is_mod_rs || here.is_empty() {
+            &here[..here.len().saturating_sub(1)]
+        } else {
+            &here[..here.len() - 1]
+        };
+        for (start, prefix) in [(&[][..], "crate::"), (parent, "super::")] {
+            for path in paths_after(&code, prefix) {
+                let mut target = None;
+                for n in 1..=path.len() {
+                    let candidate = [start, &path[..n]].concat().join("::");
+                    if modules.contains_key(&candidate) {
+                        target = Some(candidate);
+                    }
+                }
+                if let Some(target) = target.filter(|t| t != module) {
+                    edges.entry(module.clone()).or_default().insert(target);
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// A circle of `edges`, if there is one: `[a, b, a]`.
+fn circle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        done: &mut BTreeSet<String>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = stack.iter().position(|n| n == node) {
+            let mut circle = stack[at..].to_vec();
+            circle.push(node.to_owned());
+            return Some(circle);
+        }
+        if !done.insert(node.to_owned()) {
+            return None;
+        }
+        stack.push(node.to_owned());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(circle) = visit(next, edges, done, stack) {
+                return Some(circle);
+            }
+        }
+        stack.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|node| visit(node, edges, &mut done, &mut Vec::new()))
+}
+
+#[test]
+fn no_crate_of_the_workspace_has_an_import_circle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for src in [
+        "src",
+        "io/src",
+        "plot/src",
+        "classroom/src",
+        "jupyter/src",
+        "cli/src",
+    ] {
+        let edges = graph(&root.join(src));
+        assert!(
+            edges.values().map(BTreeSet::len).sum::<usize>() > 0
+                || src.starts_with("cli")
+                || src.starts_with("io"),
+            "{src}: no imports found; the scan is broken"
+        );
+        if let Some(circle) = circle(&edges) {
+            panic!("{src}: import circle {}", circle.join(" -> "));
+        }
+    }
+}
+
+#[test]
+fn the_scan_finds_a_circle() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir(src.join("replay")).unwrap();
+    std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod replay;\n").unwrap();
+    std::fs::write(src.join("a.rs"), "use crate::replay::engine::Session;\n").unwrap();
+    std::fs::write(
+        src.join("replay/mod.rs"),
+        "pub mod batch;\npub mod engine;\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("replay/engine.rs"), "use super::batch;\n").unwrap();
+    std::fs::write(
+        src.join("replay/batch.rs"),
+        "use super::engine::Session; // a comment: crate::a\n#[cfg(test)]\nmod tests {\n    use crate::a;\n}\n",
+    )
+    .unwrap();
+    let edges = graph(src);
+    assert_eq!(
+        edges["a"],
+        BTreeSet::from(["replay::engine".to_owned()]),
+        "{edges:?}"
+    );
+    // Comments and unit tests do not count.
+    assert_eq!(
+        edges["replay::batch"],
+        BTreeSet::from(["replay::engine".to_owned()])
+    );
+    assert_eq!(
+        circle(&edges),
+        Some(vec![
+            "replay::engine".to_owned(),
+            "replay::batch".to_owned(),
+            "replay::engine".to_owned()
+        ])
+    );
+}
