@@ -19,6 +19,8 @@ pub struct Cli {
 }
 
 /// Subcommands.
+// Parsed once per process: a large variant costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Re-run evcxr notebooks and check their stored outputs (nbval for Rust).

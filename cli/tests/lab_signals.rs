@@ -73,40 +73,15 @@ fn start_kernel(port: u16, url: &str) {
     assert!(reply.starts_with("HTTP/1.1 201"), "{reply}");
 }
 
-/// Every descendant of `root` with its command line, from /proc.
+/// Every descendant of `root` with its command line.
 fn descendants(root: u32) -> Vec<(u32, String)> {
-    let mut parents = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let after = &stat[stat.rfind(')').unwrap() + 1..];
-        let ppid: u32 = after.split_whitespace().nth(1).unwrap().parse().unwrap();
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        parents.push((
-            pid,
-            ppid,
-            String::from_utf8_lossy(&cmdline).replace('\0', " "),
-        ));
-    }
-    let mut found: Vec<(u32, String)> = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(parent) = frontier.pop() {
-        for (pid, ppid, cmd) in &parents {
-            if *ppid == parent && !found.iter().any(|(p, _)| p == pid) {
-                found.push((*pid, cmd.clone()));
-                frontier.push(*pid);
-            }
-        }
-    }
-    found
+    attention_lab_jupyter::process::descendants_of(root)
+        .into_iter()
+        .map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            (pid, String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        })
+        .collect()
 }
 
 /// Whether `pid` still runs (a zombie counts as gone: it serves nothing).

@@ -36,10 +36,8 @@ pub mod replay {
 /// once. Call it first in `main`.
 ///
 /// ```no_run
-/// fn main() {
-///     attention_lab_jupyter::runtime_hook();
-///     // ... the program
-/// }
+/// attention_lab_jupyter::runtime_hook(); // first, in `main`
+/// // ... the program
 /// ```
 #[cfg(feature = "evcxr")]
 pub fn runtime_hook() {

@@ -60,8 +60,7 @@ pub fn become_subreaper() {
     }
 }
 
-/// Every descendant of this process, parents before children (Linux: the parent pid is
-/// field 4 of /proc/PID/stat, after the parenthesised command name); empty elsewhere.
+/// Every descendant of this process, parents before children; empty where /proc is not.
 ///
 /// ```
 /// let child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
@@ -70,6 +69,19 @@ pub fn become_subreaper() {
 /// # let mut child = child; child.kill().unwrap(); child.wait().unwrap();
 /// ```
 pub fn descendants() -> Vec<u32> {
+    descendants_of(std::process::id())
+}
+
+/// Every descendant of `root`, parents before children (Linux: the parent pid is field 4 of
+/// /proc/PID/stat, after the parenthesised command name); empty elsewhere.
+///
+/// ```
+/// let child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+/// # #[cfg(target_os = "linux")]
+/// assert_eq!(attention_lab_jupyter::process::descendants_of(child.id()), Vec::<u32>::new());
+/// # let mut child = child; child.kill().unwrap(); child.wait().unwrap();
+/// ```
+pub fn descendants_of(root: u32) -> Vec<u32> {
     #[cfg(target_os = "linux")]
     {
         let mut parents: Vec<(u32, u32)> = Vec::new();
@@ -93,7 +105,7 @@ pub fn descendants() -> Vec<u32> {
                 }
             }
         }
-        let mut found = vec![std::process::id()];
+        let mut found = vec![root];
         let mut index = 0;
         while index < found.len() {
             let parent = found[index];
@@ -108,7 +120,10 @@ pub fn descendants() -> Vec<u32> {
         found
     }
     #[cfg(not(target_os = "linux"))]
-    Vec::new()
+    {
+        let _ = root;
+        Vec::new()
+    }
 }
 
 /// Sends `signal` to each of `pids` (a process that is gone already is no error).
