@@ -7,7 +7,7 @@ use clap::Args;
 use std::fs;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -29,9 +29,10 @@ pub struct LabArgs {
     no_browser: bool,
 }
 
-/// Runs `attention-lab lab`; returns JupyterLab's exit status, or 128 + the signal (130 for
-/// SIGINT, 143 for SIGTERM, 129 for SIGHUP) when one stopped it. Either way JupyterLab and its
-/// kernels are gone when it returns: nothing is left serving on the port.
+/// Runs `attention-lab lab`; returns JupyterLab's exit status (128 + N when a signal N killed
+/// it). SIGINT, SIGTERM or SIGHUP sent to `lab` stop JupyterLab and its kernels, then end
+/// `lab` by that same signal, as a script that runs it expects (a shell shows 130, 143, 129).
+/// Either way nothing is left serving on the port.
 ///
 /// # Errors
 /// No such folder, a busy port, no Python, a failed install, a failing stdout.
@@ -96,14 +97,16 @@ pub fn run(args: LabArgs) -> Result<u8> {
     let started = Instant::now();
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
         if let Some(signal) = process::stop_signal() {
-            return Ok(stop(&mut child, signal));
+            stop(&mut child);
+            process::die_of(signal);
+            return Ok(u8::try_from(128 + signal).unwrap_or(1));
         }
         if let Ok(Some(status)) = child.try_wait() {
             stop_leftovers();
             return Err(problem!("JupyterLab stopped before serving ({status})"));
         }
         if started.elapsed() > Duration::from_secs(180) {
-            stop(&mut child, libc::SIGTERM);
+            stop(&mut child);
             return Err(problem!(
                 "JupyterLab did not answer on port {} in 180 s",
                 args.port
@@ -111,42 +114,54 @@ pub fn run(args: LabArgs) -> Result<u8> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    // Nobody can open it without the URL: a failed print stops it.
+    // Nobody can open it without the URL: a failed print stops it, with a message even for
+    // a closed pipe (which other subcommands end quietly: their output was only text).
     if let Err(e) = print(&format!(
         "JupyterLab: http://127.0.0.1:{}/lab?token={token}\n",
         args.port
     )) {
-        stop(&mut child, libc::SIGTERM);
-        return Err(e);
+        stop(&mut child);
+        return Err(match e {
+            Error::Stdout(e) => problem!("cannot print JupyterLab's URL: {}", io_text(&e)),
+            e => e,
+        });
     }
-    loop {
+    for round in 0u64.. {
         if let Some(signal) = process::stop_signal() {
-            return Ok(stop(&mut child, signal));
+            stop(&mut child);
+            process::die_of(signal);
+            return Ok(u8::try_from(128 + signal).unwrap_or(1));
         }
         match child.try_wait() {
             Ok(Some(status)) => {
                 stop_leftovers();
-                return Ok(status
-                    .code()
-                    .map_or(0, |code| u8::try_from(code).unwrap_or(1)));
+                // Killed by a signal (out of memory, kill -9): a shell's 128 + N, not 0.
+                let code = status.code().or_else(|| status.signal().map(|s| 128 + s));
+                return Ok(code.map_or(1, |code| u8::try_from(code).unwrap_or(1)));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(100)),
             Err(e) => {
-                stop(&mut child, libc::SIGTERM);
+                stop(&mut child);
                 return Err(problem!("waiting for JupyterLab: {}", io_text(&e)));
             }
         }
+        // Orphans re-parented to us (a restarted kernel's children) would stay zombies.
+        if round % 50 == 49 {
+            process::reap_orphans(child.id());
+        }
     }
+    unreachable!("the loop ends by returning")
 }
 
-/// How long JupyterLab gets to shut its kernels down after SIGTERM, and how long what is left
-/// gets after that, before SIGKILL.
+/// How long JupyterLab gets to shut its kernels down after SIGTERM, before SIGKILL.
 const GRACE: Duration = Duration::from_secs(5);
 
-/// Stops JupyterLab after `signal` reached us: SIGTERM, which it answers by shutting its
-/// kernels down; SIGKILL after [`GRACE`]; then every process left below us. Returns the
-/// status a shell gives a process ended by `signal` (130 for SIGINT, 143 for SIGTERM).
-fn stop(child: &mut Child, signal: i32) -> u8 {
+/// How long a process left after JupyterLab gets after SIGTERM, before SIGKILL.
+const LEFTOVER_GRACE: Duration = Duration::from_secs(2);
+
+/// Stops JupyterLab: SIGTERM, which it answers by shutting its kernels down; SIGKILL after
+/// [`GRACE`]; then every process left below us.
+fn stop(child: &mut Child) {
     warn("attention-lab lab: stopping JupyterLab and its kernels");
     process::signal_all(&[child.id()], libc::SIGTERM);
     if !exits_within(child, GRACE) {
@@ -154,20 +169,20 @@ fn stop(child: &mut Child, signal: i32) -> u8 {
         let _ = child.wait();
     }
     stop_leftovers();
-    u8::try_from(128 + signal).unwrap_or(1)
 }
 
 /// Ends every descendant still running (a kernel JupyterLab did not stop, an orphan of a
-/// crashed server): SIGTERM, then SIGKILL after [`GRACE`]; reaps them all.
+/// crashed server): SIGTERM, then SIGKILL after [`LEFTOVER_GRACE`]; reaps them all. Called
+/// only once JupyterLab itself is reaped, so reaping any child cannot take its status.
 fn stop_leftovers() {
-    process::signal_all(&process::descendants(), libc::SIGTERM);
-    let started = Instant::now();
-    while !process::descendants().is_empty() && started.elapsed() < GRACE {
-        process::reap_exited();
-        std::thread::sleep(Duration::from_millis(50));
+    for (signal, limit) in [(libc::SIGTERM, LEFTOVER_GRACE), (libc::SIGKILL, GRACE)] {
+        process::signal_all(&process::descendants(), signal);
+        let started = Instant::now();
+        while !process::descendants().is_empty() && started.elapsed() < limit {
+            process::reap_exited();
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
-    process::signal_all(&process::descendants(), libc::SIGKILL);
-    std::thread::sleep(Duration::from_millis(50));
     process::reap_exited();
 }
 

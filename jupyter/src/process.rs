@@ -145,7 +145,8 @@ pub fn signal_all(pids: &[u32], signal: i32) {
 }
 
 /// Collects the exit status of every child that has ended (ours and the orphans we reap), so
-/// none stays a zombie; returns at once.
+/// none stays a zombie; returns at once. It may take the status of a `std::process::Child`
+/// still held: call it only once those are reaped ([`reap_orphans`] spares one).
 ///
 /// ```
 /// attention_lab_jupyter::process::reap_exited();
@@ -158,5 +159,42 @@ pub fn reap_exited() {
         if pid <= 0 {
             break;
         }
+    }
+}
+
+/// Collects the exit status of every ended child of ours but `spare` (a `std::process::Child`
+/// that its owner waits for): the orphans a subreaper inherits; returns at once.
+///
+/// ```
+/// let mut child = std::process::Command::new("true").spawn().unwrap();
+/// attention_lab_jupyter::process::reap_orphans(child.id());
+/// assert!(child.wait().unwrap().success());
+/// ```
+pub fn reap_orphans(spare: u32) {
+    for pid in descendants() {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            continue;
+        };
+        if pid.unsigned_abs() != spare {
+            let mut status = 0;
+            // SAFETY: waitpid with WNOHANG writes only to `status`; a pid that is not our child
+            // is ECHILD, no error worth a word.
+            unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        }
+    }
+}
+
+/// Ends this process by `signal` with its default action, after the caller has stopped what
+/// it started: a shell or script that ran it sees the signal (Ctrl-C stops a script too), not
+/// an exit status. Returns only where the signal does not end the process.
+///
+/// ```no_run
+/// attention_lab_jupyter::process::die_of(libc::SIGTERM);
+/// ```
+pub fn die_of(signal: i32) {
+    // SAFETY: restoring the default action and raising a signal; no memory is involved.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
     }
 }
