@@ -1,9 +1,8 @@
 //! `attention-lab exercise --roster FILE.csv --out DIR`: a sheet and a key for every student.
 //!
-//! Each student's seed is `HMAC-SHA256(secret, "attention-lab exercise seed\0" + id)`, its
-//! first four bytes read as a big-endian u32: without the course secret, a student's id does
-//! not give the seed, so another student's key cannot be rebuilt. The seed is never printed on
-//! a sheet. The same roster, secret and options give the same files, byte for byte.
+//! Each student's seed comes from the course secret and the id ([`crate::student`]), so another
+//! student's key cannot be rebuilt from an id. The seed is never printed on a sheet. The same
+//! roster, secret and options give the same files, byte for byte.
 
 use crate::exercise::{draw, sheet, ExerciseArgs, Format, Layout};
 use crate::solve::{matrix_json, to_json};

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 /// Top-level command line.
 #[derive(Debug, Parser)]
 #[command(name = "attention-lab", version, about)]
-pub struct Cli {
+struct Cli {
     #[command(subcommand)]
     command: Command,
 }

@@ -242,6 +242,12 @@ pub trait Session {
 }
 
 /// Kernel settings that apply to every notebook.
+///
+/// ```
+/// use attention_lab_jupyter::replay::engine::KernelOptions;
+/// let kernel = KernelOptions { timeout: std::time::Duration::from_secs(60), cache_mib: 500 };
+/// assert_eq!(kernel.cache_mib, 500);
+/// ```
 #[derive(Debug, Clone)]
 pub struct KernelOptions {
     /// A cell (and kernel start-up) running longer than this is killed.

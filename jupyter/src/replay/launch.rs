@@ -27,6 +27,17 @@ pub struct EngineOptions {
 }
 
 /// A started session and how it came to be (what [`start`] gives).
+///
+/// ```no_run
+/// # use attention_lab_jupyter::replay::{engine::*, launch::*, notebook::Notebook};
+/// # let notebook = Notebook::parse(r#"{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}"#).unwrap();
+/// # let kernel = KernelOptions { timeout: std::time::Duration::from_secs(60), cache_mib: 500 };
+/// # let options = EngineOptions { kind: EngineKind::Batch, kernel };
+/// # let path = std::path::Path::new("empty.ipynb");
+/// if let Ok(started) = start(&notebook, path, "empty", &options, &indicatif::ProgressBar::hidden()) {
+///     println!("{} in {:.1} s", started.engine, started.startup_seconds);
+/// }
+/// ```
 pub struct Started {
     /// The session.
     pub session: Box<dyn Session>,
@@ -40,6 +51,17 @@ pub struct Started {
 
 /// Why no engine could start, and whether the batch engine had fallen back first (what
 /// [`start`] gives when it fails).
+///
+/// ```no_run
+/// # use attention_lab_jupyter::replay::{engine::*, launch::*, notebook::Notebook};
+/// # let notebook = Notebook::parse(r#"{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}"#).unwrap();
+/// # let kernel = KernelOptions { timeout: std::time::Duration::from_secs(60), cache_mib: 500 };
+/// # let options = EngineOptions { kind: EngineKind::Evcxr, kernel };
+/// # let path = std::path::Path::new("empty.ipynb");
+/// if let Err(failed) = start(&notebook, path, "empty", &options, &indicatif::ProgressBar::hidden()) {
+///     eprintln!("{} (fallback: {:?})", failed.error, failed.fallback);
+/// }
+/// ```
 pub struct NotStarted {
     /// The error.
     pub error: String,
