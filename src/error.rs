@@ -79,6 +79,16 @@ pub enum AttentionError {
     },
     /// A multi-head layer was given no heads.
     NoHeads,
+    /// An index (a token id, a position, a token type) past the last row of the table it
+    /// picks a row from.
+    OutOfRange {
+        /// What the index is, as a reader would name it (`token id`, `position`).
+        what: &'static str,
+        /// The index asked for.
+        index: usize,
+        /// The table, with its shape.
+        table: Operand,
+    },
     /// A matrix to be made is larger than memory can hold (more than `isize::MAX` bytes, or
     /// more than the allocator could give).
     TooLarge {
@@ -126,6 +136,14 @@ impl fmt::Display for AttentionError {
                 write!(
                     f,
                     "{name} would be {dims}, {bytes} bytes: more than memory can hold"
+                )
+            }
+            AttentionError::OutOfRange { what, index, table } => {
+                let (name, dims) = (&table.name, table.dims());
+                write!(
+                    f,
+                    "{what} {index} is out of range: the {name} have rows 0 to {} ({dims})",
+                    table.shape.first().copied().unwrap_or(0) as i128 - 1
                 )
             }
             AttentionError::NoHeads => {

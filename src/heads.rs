@@ -91,7 +91,11 @@ fn check_key_width(wq: ArrayView2<'_, f64>, wk: ArrayView2<'_, f64>) -> Result<(
 }
 
 /// `x w`, plus `b` on every row when there is a bias.
-fn project(x: ArrayView2<'_, f64>, w: &Array2<f64>, b: Option<&Array1<f64>>) -> Array2<f64> {
+pub(crate) fn project(
+    x: ArrayView2<'_, f64>,
+    w: &Array2<f64>,
+    b: Option<&Array1<f64>>,
+) -> Array2<f64> {
     let xw = x.dot(w);
     match b {
         Some(b) => xw + b,

@@ -24,21 +24,26 @@
 //!
 //! Modules, one concept each: [`softmax`], [`attention`], [`mask`] (causal, padding and
 //! other masks), [`batch`] (`(batch, tokens, features)` arrays, per-item key padding), [`position`] (sinusoidal positional encoding), [`heads`], [`stream`] (attention
-//! without the N x N matrix), [`torch`] (loading PyTorch's `nn.MultiheadAttention`), [`init`] (ndarray-rand starting values), [`np`] (NumPy
+//! without the N x N matrix), [`torch`] (loading PyTorch's `nn.MultiheadAttention`), [`norm`] (layer norm), [`feed_forward`] (the GELU block), [`encoder`] (a BERT encoder: embeddings and layers, every intermediate kept), [`pooling`] (a sentence's embedding), [`init`] (ndarray-rand starting values), [`np`] (NumPy
 //! printing, rounding and random streams), [`error`], [`html`] (escaping for HTML and SVG text), [`answers`] (a student's answers for
 //! `attention-lab grade`).
-//! Heatmaps are in the companion crate `attention-lab-plot` (workspace member `plot/`).
+//! Heatmaps are in the companion crate `attention-lab-plot` (workspace member `plot/`); a real
+//! model's files (safetensors, tokenizer) are read by `attention-lab-model` (`model/`).
 //! Everything is `f64` and concrete, so notebook cells that call it compile fast.
 
 pub mod answers;
 pub mod attention;
 pub mod batch;
+pub mod encoder;
 pub mod error;
+pub mod feed_forward;
 pub mod heads;
 pub mod html;
 pub mod init;
 pub mod mask;
+pub mod norm;
 pub mod np;
+pub mod pooling;
 pub mod position;
 pub mod prelude;
 pub mod softmax;

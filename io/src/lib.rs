@@ -15,6 +15,7 @@
 //! Errors are [`std::io::Error`]s whose text is a short phrase ("read-only file, left as it
 //! is"), so a caller can say `PATH: cannot write: PHRASE`.
 
+pub mod cache;
 pub mod error;
 
 use std::fs::{self, File, Metadata};

