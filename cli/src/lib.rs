@@ -1,12 +1,14 @@
 //! The `attention-lab` command line: clap's arguments over the two sides of the project, the
 //! Jupyter side (`attention-lab-jupyter`: replay, lab, kernel) and the classroom tools
-//! (`attention-lab-classroom`: show, solve, exercise, grade). Each subcommand's work is there;
+//! (`attention-lab-classroom`: show, solve, exercise, grade), and the real model
+//! (`attention-lab-model`: encode). Each subcommand's work is there;
 //! this crate parses, dispatches, and turns the one error type (`attention_lab_io::error`)
 //! into one line and an exit status.
 
 use attention_lab_classroom as classroom;
 use attention_lab_io::error;
 use attention_lab_jupyter::{kernel, lab, replay};
+use attention_lab_model::command as encode;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -31,6 +33,9 @@ enum Command {
     Lab(lab::LabArgs),
     /// The Rust Jupyter kernel in this binary: install or uninstall its kernelspec, or serve.
     Kernel(kernel::KernelArgs),
+    /// Run texts through a real model (all-MiniLM-L6-v2): tokens, every head's weights and
+    /// the sentence embedding as JSON; each layer's heads as SVG.
+    Encode(encode::EncodeArgs),
 }
 
 /// Parses the process's arguments and runs the subcommand; returns the exit status
@@ -52,5 +57,6 @@ pub fn run() -> ExitCode {
         Command::Classroom(command) => classroom::run(command),
         Command::Lab(args) => lab::run(args),
         Command::Kernel(args) => kernel::run(args),
+        Command::Encode(args) => encode::run(args),
     })
 }

@@ -56,10 +56,10 @@ pub enum ModelError {
 }
 
 impl ModelError {
-    pub(crate) fn read(path: &Path, error: impl fmt::Display) -> ModelError {
+    pub(crate) fn read(path: &Path, error: std::io::Error) -> ModelError {
         ModelError::Read {
             path: path.to_owned(),
-            problem: error.to_string(),
+            problem: attention_lab_io::error::io_text(&error),
         }
     }
 

@@ -21,6 +21,8 @@
 //! A crate of its own, so that the seed notebooks' first cell does not compile the
 //! tokenizer and the safetensors reader.
 
+#[cfg(feature = "command")]
+pub mod command;
 pub mod config;
 pub mod error;
 pub mod model;
