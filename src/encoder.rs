@@ -265,12 +265,21 @@ impl EncoderLayer {
                 "the rows of W_1 must equal the layer's width",
             ));
         }
-        if feed_forward.w2().ncols() != d || output_norm.gamma().len() != d {
+        if feed_forward.w2().ncols() != d {
             return Err(width_error(
                 "W_2",
                 feed_forward.w2().shape(),
                 d,
-                "W_2 and the second layer norm must be as wide as the layer",
+                "the columns of W_2 must equal the layer's width",
+            ));
+        }
+        let second = output_norm.gamma().len();
+        if second != d {
+            return Err(width_error(
+                "the second layer norm's gamma",
+                &[1, second],
+                d,
+                "both layer norms must be as wide as the layer",
             ));
         }
         Ok(EncoderLayer {

@@ -140,11 +140,17 @@ impl fmt::Display for AttentionError {
             }
             AttentionError::OutOfRange { what, index, table } => {
                 let (name, dims) = (&table.name, table.dims());
-                write!(
-                    f,
-                    "{what} {index} is out of range: the {name} have rows 0 to {} ({dims})",
-                    table.shape.first().copied().unwrap_or(0) as i128 - 1
-                )
+                match table.shape.first().copied().unwrap_or(0) {
+                    0 => write!(
+                        f,
+                        "{what} {index} is out of range: the {name} have no rows ({dims})"
+                    ),
+                    rows => write!(
+                        f,
+                        "{what} {index} is out of range: the {name} have rows 0 to {} ({dims})",
+                        rows - 1
+                    ),
+                }
             }
             AttentionError::NoHeads => {
                 write!(

@@ -99,16 +99,32 @@ impl Tensors<'_> {
         Ok(Array2::from_shape_vec((rows, cols), values).expect("shape was checked"))
     }
 
-    /// A linear layer `out x in` and its bias, as the library's `in x out` matrix and bias.
+    /// A linear layer `out x in` as the file holds it, and its bias; `out` and `inp` pair a
+    /// size with the config.json key it comes from.
+    fn torch_linear(
+        &self,
+        name: &str,
+        (out, out_key): (usize, &str),
+        (inp, inp_key): (usize, &str),
+    ) -> Result<(Array2<f64>, Array1<f64>), ModelError> {
+        let why = format!("{out_key} x {inp_key} in config.json");
+        let w = self.matrix(&format!("{name}.weight"), out, inp, &why)?;
+        let b = self.vector(
+            &format!("{name}.bias"),
+            out,
+            &format!("{out_key} in config.json"),
+        )?;
+        Ok((w, b))
+    }
+
+    /// [`Tensors::torch_linear`] as the library's `in x out` matrix and bias.
     fn linear(
         &self,
         name: &str,
-        out: usize,
-        inp: usize,
-        why: &str,
+        out: (usize, &str),
+        inp: (usize, &str),
     ) -> Result<(Array2<f64>, Array1<f64>), ModelError> {
-        let w = self.matrix(&format!("{name}.weight"), out, inp, why)?;
-        let b = self.vector(&format!("{name}.bias"), out, why)?;
+        let (w, b) = self.torch_linear(name, out, inp)?;
         Ok((w.reversed_axes().as_standard_layout().into_owned(), b))
     }
 
@@ -183,18 +199,13 @@ pub fn read_encoder(path: &Path, config: &BertConfig) -> Result<Encoder, ModelEr
         t.norm("embeddings.LayerNorm", d, eps)?,
     )
     .map_err(|e| t.attention("embeddings", e))?;
-    let square = "hidden_size x hidden_size in config.json";
+    let (hidden, inner) = ((d, "hidden_size"), (ff, "intermediate_size"));
     let layers = (0..c.num_hidden_layers)
         .map(|l| {
             let name = |part: &str| format!("encoder.layer.{l}.{part}");
             // The attention's four linear layers are PyTorch's nn.MultiheadAttention's, so
             // the library's PyTorch mapping splits them into heads.
-            let torch = |part: &str| -> Result<(Array2<f64>, Array1<f64>), ModelError> {
-                Ok((
-                    t.matrix(&name(&format!("{part}.weight")), d, d, square)?,
-                    t.vector(&name(&format!("{part}.bias")), d, square)?,
-                ))
-            };
+            let torch = |part: &str| t.torch_linear(&name(part), hidden, hidden);
             let (q, bq) = torch("attention.self.query")?;
             let (k, bk) = torch("attention.self.key")?;
             let (v, bv) = torch("attention.self.value")?;
@@ -210,18 +221,8 @@ pub fn read_encoder(path: &Path, config: &BertConfig) -> Result<Encoder, ModelEr
                 out_proj_weight,
                 out_proj_bias: Some(bo),
             };
-            let (w1, b1) = t.linear(
-                &name("intermediate.dense"),
-                ff,
-                d,
-                "intermediate_size x hidden_size in config.json",
-            )?;
-            let (w2, b2) = t.linear(
-                &name("output.dense"),
-                d,
-                ff,
-                "hidden_size x intermediate_size in config.json",
-            )?;
+            let (w1, b1) = t.linear(&name("intermediate.dense"), inner, hidden)?;
+            let (w2, b2) = t.linear(&name("output.dense"), hidden, inner)?;
             let fail = |e| t.attention(&name(""), e);
             let attention =
                 MultiHead::from_torch_weights(&weights, c.num_attention_heads).map_err(fail)?;
