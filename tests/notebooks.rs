@@ -100,8 +100,9 @@ fn notebooks_are_evcxr_notebooks_that_load_the_crate_first() {
         );
         let cells = nb["cells"].as_array().unwrap();
         let first_code = cells.iter().find(|c| c["cell_type"] == "code").unwrap();
-        // Notebooks that draw also load the companion plot crate there, before any variable
-        // exists: evcxr forgets the variables when a dependency is added later.
+        // Notebooks that draw, or open the real model, also load those companion crates there,
+        // before any variable exists: evcxr forgets the variables when a dependency is added
+        // later.
         let first = text(&first_code["source"]);
         let mut deps = first.lines();
         assert_eq!(
@@ -111,7 +112,11 @@ fn notebooks_are_evcxr_notebooks_that_load_the_crate_first() {
             path.display()
         );
         assert!(
-            deps.all(|line| line == ":dep attention-lab-plot = { path = \"../plot\" }"),
+            deps.all(|line| [
+                ":dep attention-lab-model = { path = \"../model\" }",
+                ":dep attention-lab-plot = { path = \"../plot\" }"
+            ]
+            .contains(&line)),
             "{}: {first}",
             path.display()
         );
