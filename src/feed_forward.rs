@@ -4,7 +4,7 @@
 use ndarray::{Array1, Array2, ArrayView2};
 
 use crate::error::{AttentionError, Operand};
-use crate::heads::project;
+use crate::parallel;
 
 /// GELU with the exact Gaussian CDF, `x/2 (1 + erf(x/sqrt(2)))`: PyTorch's `nn.GELU()` and
 /// BERT's `hidden_act = "gelu"` (not the tanh approximation).
@@ -136,9 +136,10 @@ impl FeedForward {
                 "the columns of X must equal the rows of W_1",
             ));
         }
-        let hidden = project(x, &self.w1, Some(&self.b1));
-        let activated = hidden.mapv(gelu);
-        let output = project(activated.view(), &self.w2, Some(&self.b2));
+        // On several cores for a long input; an erf costs a few dozen multiply-adds.
+        let hidden = parallel::project(x, &self.w1, Some(&self.b1));
+        let activated = parallel::map_elements(&hidden, 32, gelu);
+        let output = parallel::project(activated.view(), &self.w2, Some(&self.b2));
         Ok(FeedForwardOutput {
             hidden,
             activated,

@@ -749,19 +749,27 @@ impl MultiHead {
         inputs: [ArrayView2<'_, f64>; 3],
         mask: Option<&Mask>,
     ) -> Result<MultiHeadOutput, AttentionError> {
-        let heads = self
+        // The heads are independent: on several cores when the layer is large.
+        let [x, key, value] = inputs;
+        let widths: usize = self
             .heads
             .iter()
-            .enumerate()
-            .map(|(i, head)| head.forward_in(inputs, Some(i + 1), mask))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|h| 2 * h.wq.ncols() + h.wv.ncols())
+            .sum();
+        let work = (x.nrows().max(key.nrows()) * x.ncols().max(key.ncols()).max(value.ncols()))
+            .saturating_mul(widths);
+        let heads = crate::parallel::map(self.heads.len(), work, |i| {
+            self.heads[i].forward_in(inputs, Some(i + 1), mask)
+        })
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
         let zs: Vec<ArrayView2<'_, f64>> = heads.iter().map(|h| h.z.view()).collect();
         // Every z has x's rows, so the concatenation cannot fail.
         let concat = concatenate(Axis(1), &zs).expect("heads' outputs share their row count");
         let output = self
             .wo
             .as_ref()
-            .map(|wo| project(concat.view(), wo, self.bo.as_ref()));
+            .map(|wo| crate::parallel::project(concat.view(), wo, self.bo.as_ref()));
         Ok(MultiHeadOutput {
             heads,
             concat,

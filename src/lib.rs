@@ -43,6 +43,7 @@ pub mod init;
 pub mod mask;
 pub mod norm;
 pub mod np;
+mod parallel;
 pub mod pooling;
 pub mod position;
 pub mod prelude;

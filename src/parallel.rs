@@ -1,0 +1,148 @@
+//! Work shared among the cores with `std::thread::scope` (no thread pool, no dependency): the
+//! heads of a layer, the column blocks of a product, the rows of an activation. Below [`MIN_WORK`] multiply-adds
+//! everything runs on the calling thread, so the lessons' small matrices take the same path
+//! as before, and each row or head is computed by the same code either way: only which
+//! thread computes it changes, never its arithmetic.
+
+use ndarray::linalg::general_mat_mul;
+use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis, Zip};
+
+/// Multiply-adds below which a thread costs more than it saves (a thread starts in tens of
+/// microseconds; 2^20 multiply-adds take about a millisecond).
+pub(crate) const MIN_WORK: usize = 1 << 20;
+
+/// Threads for `units` independent pieces of `work` multiply-adds in all: one per core, at
+/// most one per piece, and one when the work is small.
+fn threads(units: usize, work: usize) -> usize {
+    if work < MIN_WORK {
+        return 1;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    cores.clamp(1, units.max(1))
+}
+
+/// `f(0), f(1), .., f(n - 1)` in order, shared among the threads in consecutive runs.
+pub(crate) fn map<T: Send>(n: usize, work: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let threads = threads(n, work);
+    if threads <= 1 {
+        return (0..n).map(f).collect();
+    }
+    let run = n.div_ceil(threads);
+    let f = &f;
+    let work = move |start: usize| (start..(start + run).min(n)).map(f).collect::<Vec<T>>();
+    std::thread::scope(|scope| {
+        // The calling thread takes the first run itself: one thread fewer to start.
+        let others: Vec<_> = (run..n)
+            .step_by(run)
+            .map(|start| scope.spawn(move || work(start)))
+            .collect();
+        let mut all = work(0);
+        for other in others {
+            all.extend(
+                other
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            );
+        }
+        all
+    })
+}
+
+/// `x w + b` with the columns of `w` (and `b`) shared among the threads: each thread packs
+/// only its share of `w`, which for a wide weight matrix and few rows is most of the work,
+/// and writes its own columns of the result.
+pub(crate) fn project(
+    x: ArrayView2<'_, f64>,
+    w: &Array2<f64>,
+    b: Option<&Array1<f64>>,
+) -> Array2<f64> {
+    let n = w.ncols();
+    let blocks = threads(n, x.nrows().saturating_mul(w.len()));
+    if blocks <= 1 {
+        return crate::heads::project(x, w, b);
+    }
+    let cols = n.div_ceil(blocks);
+    let mut out = Array2::zeros((x.nrows(), n));
+    let block = |i: usize, mut part: ArrayViewMut2<'_, f64>| {
+        let range = i * cols..i * cols + part.ncols();
+        general_mat_mul(1.0, &x, &w.slice(s![.., range.clone()]), 0.0, &mut part);
+        if let Some(b) = b {
+            part += &b.slice(s![range]);
+        }
+    };
+    let block = &block;
+    std::thread::scope(|scope| {
+        let mut parts = out.axis_chunks_iter_mut(Axis(1), cols).enumerate();
+        let first = parts.next();
+        for (i, part) in parts {
+            scope.spawn(move || block(i, part));
+        }
+        if let Some((i, part)) = first {
+            block(i, part);
+        }
+    });
+    out
+}
+
+/// `f` on each element of `x`, on several cores for a large `x`; `cost` is what one call
+/// costs in multiply-adds, roughly.
+pub(crate) fn map_elements(
+    x: &Array2<f64>,
+    cost: usize,
+    f: impl Fn(f64) -> f64 + Sync,
+) -> Array2<f64> {
+    let n = x.nrows();
+    let blocks = threads(n, x.len().saturating_mul(cost));
+    if blocks <= 1 {
+        return x.mapv(f);
+    }
+    let rows = n.div_ceil(blocks);
+    let mut out = Array2::zeros(x.dim());
+    let f = &f;
+    let apply = |part: ArrayViewMut2<'_, f64>, from: ArrayView2<'_, f64>| {
+        Zip::from(part).and(from).for_each(|o, &v| *o = f(v))
+    };
+    let apply = &apply;
+    std::thread::scope(|scope| {
+        let mut parts = out
+            .axis_chunks_iter_mut(Axis(0), rows)
+            .zip(x.axis_chunks_iter(Axis(0), rows));
+        let first = parts.next();
+        for (part, from) in parts {
+            scope.spawn(move || apply(part, from));
+        }
+        if let Some((part, from)) = first {
+            apply(part, from);
+        }
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
+    use ndarray_rand::{rand_distr::StandardNormal, RandomExt};
+
+    /// Shared among threads or not, every entry is the same dot product: equal to the bit.
+    #[test]
+    fn shared_work_equals_one_thread_exactly() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let x = Array2::<f64>::random_using((130, 300), StandardNormal, &mut rng);
+        let w = Array2::<f64>::random_using((300, 517), StandardNormal, &mut rng);
+        let b = Array1::<f64>::random_using(517, StandardNormal, &mut rng);
+        assert!(
+            threads(517, 130 * w.len()) > 1
+                || std::thread::available_parallelism().map_or(1, usize::from) == 1
+        );
+        assert_eq!(
+            project(x.view(), &w, Some(&b)),
+            crate::heads::project(x.view(), &w, Some(&b))
+        );
+        assert_eq!(map_elements(&x, MIN_WORK, f64::exp), x.mapv(f64::exp));
+        assert_eq!(
+            map(13, MIN_WORK, |i| i * i),
+            (0..13).map(|i| i * i).collect::<Vec<_>>()
+        );
+    }
+}
