@@ -26,6 +26,7 @@ pub mod command;
 pub mod config;
 pub mod error;
 pub mod model;
+pub mod prelude;
 pub mod tokenizer;
 pub mod weights;
 
