@@ -1,9 +1,9 @@
 //! `attention-lab kernel`: the Rust Jupyter kernel (evcxr_jupyter, linked in), its kernelspec
 //! "Rust (attention-lab)", and the evcxr settings that make its cells faster.
 
-use attention_lab_io::error::{io_text, print, warn, write_file, Error, Result};
 use attention_lab_io::cache::home;
 pub use attention_lab_io::cache::{cache_dir, CACHE_VAR};
+use attention_lab_io::error::{io_text, print, warn, write_file, Error, Result};
 use attention_lab_io::problem;
 use std::fs;
 use std::io;
