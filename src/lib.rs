@@ -24,7 +24,7 @@
 //!
 //! Modules, one concept each: [`softmax`], [`attention`], [`mask`] (causal, padding and
 //! other masks), [`batch`] (`(batch, tokens, features)` arrays, per-item key padding), [`position`] (sinusoidal positional encoding), [`heads`], [`stream`] (attention
-//! without the N x N matrix), [`torch`] (loading PyTorch's `nn.MultiheadAttention`), [`norm`] (layer norm), [`feed_forward`] (the GELU block), [`encoder`] (a BERT encoder: embeddings and layers, every intermediate kept), [`pooling`] (a sentence's embedding), [`init`] (ndarray-rand starting values), [`np`] (NumPy
+//! without the N x N matrix), [`torch`] (loading PyTorch's `nn.MultiheadAttention`), `norm` (layer norm), `feed_forward` (the GELU block), `encoder` (a BERT encoder: embeddings and layers, every intermediate kept) and `pooling` (a sentence's embedding), with the feature `encoder`, [`init`] (ndarray-rand starting values), [`np`] (NumPy
 //! printing, rounding and random streams), [`error`], [`html`] (escaping for HTML and SVG text), [`answers`] (a student's answers for
 //! `attention-lab grade`).
 //! Heatmaps are in the companion crate `attention-lab-plot` (workspace member `plot/`); a real
@@ -34,16 +34,20 @@
 pub mod answers;
 pub mod attention;
 pub mod batch;
+#[cfg(feature = "encoder")]
 pub mod encoder;
 pub mod error;
+#[cfg(feature = "encoder")]
 pub mod feed_forward;
 pub mod heads;
 pub mod html;
 pub mod init;
 pub mod mask;
+#[cfg(feature = "encoder")]
 pub mod norm;
 pub mod np;
 mod parallel;
+#[cfg(feature = "encoder")]
 pub mod pooling;
 pub mod position;
 pub mod prelude;

@@ -5,7 +5,7 @@
 //! thread computes it changes, never its arithmetic.
 
 use ndarray::linalg::general_mat_mul;
-use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis, Zip};
+use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 
 /// Multiply-adds below which a thread costs more than it saves (a thread starts in tens of
 /// microseconds; 2^20 multiply-adds take about a millisecond).
@@ -84,6 +84,7 @@ pub(crate) fn project(
     out
 }
 
+#[cfg(feature = "encoder")]
 /// `f` on each element of `x`, on several cores for a large `x`; `cost` is what one call
 /// costs in multiply-adds, roughly.
 pub(crate) fn map_elements(
@@ -100,7 +101,9 @@ pub(crate) fn map_elements(
     let mut out = Array2::zeros(x.dim());
     let f = &f;
     let apply = |part: ArrayViewMut2<'_, f64>, from: ArrayView2<'_, f64>| {
-        Zip::from(part).and(from).for_each(|o, &v| *o = f(v))
+        ndarray::Zip::from(part)
+            .and(from)
+            .for_each(|o, &v| *o = f(v))
     };
     let apply = &apply;
     std::thread::scope(|scope| {
@@ -139,6 +142,7 @@ mod tests {
             project(x.view(), &w, Some(&b)),
             crate::heads::project(x.view(), &w, Some(&b))
         );
+        #[cfg(feature = "encoder")]
         assert_eq!(map_elements(&x, MIN_WORK, f64::exp), x.mapv(f64::exp));
         assert_eq!(
             map(13, MIN_WORK, |i| i * i),

@@ -15,16 +15,20 @@ pub use crate::attention::{
     scaled_dot_product_attention_with, Attention,
 };
 pub use crate::batch::BatchOutput;
+#[cfg(feature = "encoder")]
 pub use crate::encoder::{Embeddings, Encoder, EncoderLayer, EncoderLayerOutput, EncoderOutput};
 pub use crate::error::{AttentionError, Operand};
+#[cfg(feature = "encoder")]
 pub use crate::feed_forward::{gelu, FeedForward, FeedForwardOutput};
 pub use crate::heads::{Head, HeadOutput, MultiHead, MultiHeadOutput};
 pub use crate::html;
 pub use crate::init::{random_embeddings, random_projection};
 pub use crate::mask::Mask;
+#[cfg(feature = "encoder")]
 pub use crate::norm::LayerNorm;
 pub use crate::np;
 pub use crate::np::*;
+#[cfg(feature = "encoder")]
 pub use crate::pooling::{cosine_similarity, l2_normalize, mean_pool};
 pub use crate::position::positional_encoding;
 pub use crate::softmax::{softmax, softmax_naive, Softmax};
