@@ -67,12 +67,14 @@ fn run(model: &Model, case: &Value) -> Vec<Encoded> {
     }
 }
 
-fn assert_close(name: &str, ours: f64, theirs: f64) {
+/// Asserts the two agree to [`TOLERANCE`]; returns their difference.
+fn assert_close(name: &str, ours: f64, theirs: f64) -> f64 {
+    let difference = (ours - theirs).abs();
     assert!(
-        (ours - theirs).abs() <= TOLERANCE,
-        "{name}: ours {ours:e}, PyTorch's {theirs:e}, difference {:e}",
-        (ours - theirs).abs()
+        difference <= TOLERANCE,
+        "{name}: ours {ours:e}, PyTorch's {theirs:e}, difference {difference:e}"
     );
+    difference
 }
 
 #[test]
@@ -110,6 +112,7 @@ fn every_head_and_every_layer_equals_transformers_in_float64() {
         return;
     };
     let mut compared = 0;
+    let mut largest = [0.0f64; 2];
     for case in cases() {
         let name = case["name"].as_str().unwrap();
         let rows = usizes(&case["rows"]);
@@ -131,11 +134,12 @@ fn every_head_and_every_layer_equals_transformers_in_float64() {
                 .unwrap()
                 .indexed_iter()
             {
-                assert_close(
+                let d = assert_close(
                     &format!("{name} text {t} layer {l} head {h} row {} key {k}", rows[r]),
                     ours[[l, h, rows[r], k]],
                     theirs,
                 );
+                largest[0] = largest[0].max(d);
                 compared += 1;
             }
             let states = encoded.output.hidden_states();
@@ -146,7 +150,7 @@ fn every_head_and_every_layer_equals_transformers_in_float64() {
                 .unwrap()
                 .indexed_iter()
             {
-                assert_close(
+                let d = assert_close(
                     &format!(
                         "{name} text {t} hidden state {s} row {} column {c}",
                         rows[r]
@@ -154,11 +158,16 @@ fn every_head_and_every_layer_equals_transformers_in_float64() {
                     states[s][[rows[r], c]],
                     theirs,
                 );
+                largest[1] = largest[1].max(d);
                 compared += 1;
             }
         }
     }
     assert!(compared > 100_000, "only {compared} numbers compared");
+    eprintln!(
+        "{compared} numbers; largest difference: weights {:e}, hidden states {:e}",
+        largest[0], largest[1]
+    );
 }
 
 #[test]
@@ -166,16 +175,22 @@ fn sentence_embeddings_equal_sentence_transformers_in_float64() {
     let Some(model) = model("sentence_embeddings_equal_sentence_transformers_in_float64") else {
         return;
     };
+    let mut largest = 0.0f64;
     for case in cases() {
         let name = case["name"].as_str().unwrap();
         let theirs: Array2<f64> = read_npy(data().join(format!("{name}.embedding.npy"))).unwrap();
         for (t, encoded) in run(model, &case).iter().enumerate() {
             assert_eq!(encoded.embedding.len(), theirs.ncols());
             for (c, (&a, &b)) in encoded.embedding.iter().zip(theirs.row(t)).enumerate() {
-                assert_close(&format!("{name} text {t} embedding {c}"), a, b);
+                largest = largest.max(assert_close(
+                    &format!("{name} text {t} embedding {c}"),
+                    a,
+                    b,
+                ));
             }
         }
     }
+    eprintln!("largest difference of an embedding entry: {largest:e}");
 }
 
 /// Layer 0, head 0 is the seed lessons' computation on the real Q, K and V: `softmax(Q K^T /
