@@ -6,6 +6,7 @@ use ndarray::{concatenate, s, Array1, Array2, ArrayView2, Axis};
 use crate::attention::attend;
 use crate::error::{AttentionError, Operand};
 use crate::mask::Mask;
+use crate::parallel::project_here;
 use crate::softmax::Softmax;
 
 /// One attention head: the projections W_Q, W_K (both d_model x d_k) and W_V (d_model x d_v),
@@ -88,19 +89,6 @@ fn check_key_width(wq: ArrayView2<'_, f64>, wk: ArrayView2<'_, f64>) -> Result<(
         ));
     }
     Ok(())
-}
-
-/// `x w`, plus `b` on every row when there is a bias.
-pub(crate) fn project(
-    x: ArrayView2<'_, f64>,
-    w: &Array2<f64>,
-    b: Option<&Array1<f64>>,
-) -> Array2<f64> {
-    let xw = x.dot(w);
-    match b {
-        Some(b) => xw + b,
-        None => xw,
-    }
 }
 
 /// A bias as an operand of a message: `b_Q is 1x3`.
@@ -399,9 +387,9 @@ impl Head {
         self.check_inputs(inputs, head)?;
         let [x, key, value] = inputs;
         let b = self.biases.as_ref();
-        let q = project(x, &self.wq, b.map(|b| &b.bq));
-        let k = project(key, &self.wk, b.map(|b| &b.bk));
-        let v = project(value, &self.wv, b.map(|b| &b.bv));
+        let q = project_here(x, &self.wq, b.map(|b| &b.bq));
+        let k = project_here(key, &self.wk, b.map(|b| &b.bk));
+        let v = project_here(value, &self.wv, b.map(|b| &b.bv));
         // Shapes were checked in `new` and above, so only the mask can fail here.
         let a = attend(q.view(), k.view(), v.view(), self.softmax, mask)?;
         Ok(HeadOutput {

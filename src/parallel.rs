@@ -48,6 +48,19 @@ pub(crate) fn map<T: Send>(n: usize, work: usize, f: impl Fn(usize) -> T + Sync)
     })
 }
 
+/// `x w`, plus `b` on every row when there is a bias, on the calling thread.
+pub(crate) fn project_here(
+    x: ArrayView2<'_, f64>,
+    w: &Array2<f64>,
+    b: Option<&Array1<f64>>,
+) -> Array2<f64> {
+    let xw = x.dot(w);
+    match b {
+        Some(b) => xw + b,
+        None => xw,
+    }
+}
+
 /// `x w + b` with the columns of `w` (and `b`) shared among the threads: each thread packs
 /// only its share of `w`, which for a wide weight matrix and few rows is most of the work,
 /// and writes its own columns of the result.
@@ -59,7 +72,7 @@ pub(crate) fn project(
     let n = w.ncols();
     let blocks = threads(n, x.nrows().saturating_mul(w.len()));
     if blocks <= 1 {
-        return crate::heads::project(x, w, b);
+        return project_here(x, w, b);
     }
     let cols = n.div_ceil(blocks);
     let mut out = Array2::zeros((x.nrows(), n));
@@ -140,7 +153,7 @@ mod tests {
         );
         assert_eq!(
             project(x.view(), &w, Some(&b)),
-            crate::heads::project(x.view(), &w, Some(&b))
+            project_here(x.view(), &w, Some(&b))
         );
         #[cfg(feature = "encoder")]
         assert_eq!(map_elements(&x, MIN_WORK, f64::exp), x.mapv(f64::exp));
