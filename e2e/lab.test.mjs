@@ -22,12 +22,10 @@ if (!bin) {
 }
 
 // Heatmap cells per notebook: heads x tokens x tokens of each heads_grid, from the notebooks'
-// own inputs (000: 2 heads over "Thinking Machines"; 003: 3 heads over x1..x5; 008: the real
-// model's 12 heads over 13 tokens in three layers, then three single heads).
+// own inputs (000: 2 heads over "Thinking Machines"; 003: 3 heads over x1..x5).
 const NOTEBOOKS = {
   '000_two_heads_worked_example.ipynb': [2 * 2 * 2],
   '003_column_split_heads.ipynb': [3 * 5 * 5],
-  '008_attention_in_a_real_model.ipynb': [...Array(3).fill(12 * 13 * 13), ...Array(3).fill(13 * 13)],
 };
 // The notebook on show (earlier notebooks' panels stay in the page, hidden).
 const PANEL = '.jp-NotebookPanel:not(.lm-mod-hidden)';
