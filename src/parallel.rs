@@ -1,11 +1,11 @@
 //! Work shared among the cores with `std::thread::scope` (no thread pool, no dependency): the
-//! heads of a layer, the column blocks of a product, the rows of an activation. Below [`MIN_WORK`] multiply-adds
-//! everything runs on the calling thread, so the lessons' small matrices take the same path
-//! as before, and each row or head is computed by the same code either way: only which
-//! thread computes it changes, never its arithmetic.
+//! heads of a layer, the column blocks of a product, the rows of an activation. Below
+//! [`MIN_WORK`] multiply-adds everything runs on the calling thread, so the lessons' small
+//! matrices take the same path as before, and each row or head is computed by the same code
+//! either way: only which thread computes it changes, never its arithmetic.
 
 use ndarray::linalg::general_mat_mul;
-use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{s, Array1, Array2, ArrayView2, Axis};
 
 /// Multiply-adds below which a thread costs more than it saves (a thread starts in tens of
 /// microseconds; 2^20 multiply-adds take about a millisecond).
@@ -21,6 +21,24 @@ fn threads(units: usize, work: usize) -> usize {
     cores.clamp(1, units.max(1))
 }
 
+/// `work` on every part: the first on the calling thread (one thread fewer to start), each
+/// other on a thread of its own; a panic in any of them goes on in the caller.
+fn each_part<P: Send>(mut parts: impl Iterator<Item = P>, work: impl Fn(P) + Sync) {
+    let work = &work;
+    std::thread::scope(|scope| {
+        let first = parts.next();
+        let others: Vec<_> = parts.map(|part| scope.spawn(move || work(part))).collect();
+        if let Some(part) = first {
+            work(part);
+        }
+        for other in others {
+            if let Err(panic) = other.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+}
+
 /// `f(0), f(1), .., f(n - 1)` in order, shared among the threads in consecutive runs.
 pub(crate) fn map<T: Send>(n: usize, work: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let threads = threads(n, work);
@@ -28,24 +46,14 @@ pub(crate) fn map<T: Send>(n: usize, work: usize, f: impl Fn(usize) -> T + Sync)
         return (0..n).map(f).collect();
     }
     let run = n.div_ceil(threads);
-    let f = &f;
-    let work = move |start: usize| (start..(start + run).min(n)).map(f).collect::<Vec<T>>();
-    std::thread::scope(|scope| {
-        // The calling thread takes the first run itself: one thread fewer to start.
-        let others: Vec<_> = (run..n)
-            .step_by(run)
-            .map(|start| scope.spawn(move || work(start)))
-            .collect();
-        let mut all = work(0);
-        for other in others {
-            all.extend(
-                other
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            );
-        }
-        all
-    })
+    let mut runs: Vec<Vec<T>> = (0..n).step_by(run).map(|_| Vec::new()).collect();
+    each_part(
+        runs.iter_mut().zip((0..n).step_by(run)),
+        |(results, start)| {
+            *results = (start..(start + run).min(n)).map(&f).collect();
+        },
+    );
+    runs.into_iter().flatten().collect()
 }
 
 /// `x w`, plus `b` on every row when there is a bias, on the calling thread.
@@ -76,30 +84,22 @@ pub(crate) fn project(
     }
     let cols = n.div_ceil(blocks);
     let mut out = Array2::zeros((x.nrows(), n));
-    let block = |i: usize, mut part: ArrayViewMut2<'_, f64>| {
-        let range = i * cols..i * cols + part.ncols();
-        general_mat_mul(1.0, &x, &w.slice(s![.., range.clone()]), 0.0, &mut part);
-        if let Some(b) = b {
-            part += &b.slice(s![range]);
-        }
-    };
-    let block = &block;
-    std::thread::scope(|scope| {
-        let mut parts = out.axis_chunks_iter_mut(Axis(1), cols).enumerate();
-        let first = parts.next();
-        for (i, part) in parts {
-            scope.spawn(move || block(i, part));
-        }
-        if let Some((i, part)) = first {
-            block(i, part);
-        }
-    });
+    each_part(
+        out.axis_chunks_iter_mut(Axis(1), cols).enumerate(),
+        |(i, mut part)| {
+            let range = i * cols..i * cols + part.ncols();
+            general_mat_mul(1.0, &x, &w.slice(s![.., range.clone()]), 0.0, &mut part);
+            if let Some(b) = b {
+                part += &b.slice(s![range]);
+            }
+        },
+    );
     out
 }
 
-#[cfg(feature = "encoder")]
 /// `f` on each element of `x`, on several cores for a large `x`; `cost` is what one call
 /// costs in multiply-adds, roughly.
+#[cfg(feature = "encoder")]
 pub(crate) fn map_elements(
     x: &Array2<f64>,
     cost: usize,
@@ -112,24 +112,13 @@ pub(crate) fn map_elements(
     }
     let rows = n.div_ceil(blocks);
     let mut out = Array2::zeros(x.dim());
-    let f = &f;
-    let apply = |part: ArrayViewMut2<'_, f64>, from: ArrayView2<'_, f64>| {
+    let parts = out
+        .axis_chunks_iter_mut(Axis(0), rows)
+        .zip(x.axis_chunks_iter(Axis(0), rows));
+    each_part(parts, |(part, from)| {
         ndarray::Zip::from(part)
             .and(from)
             .for_each(|o, &v| *o = f(v))
-    };
-    let apply = &apply;
-    std::thread::scope(|scope| {
-        let mut parts = out
-            .axis_chunks_iter_mut(Axis(0), rows)
-            .zip(x.axis_chunks_iter(Axis(0), rows));
-        let first = parts.next();
-        for (part, from) in parts {
-            scope.spawn(move || apply(part, from));
-        }
-        if let Some((part, from)) = first {
-            apply(part, from);
-        }
     });
     out
 }
