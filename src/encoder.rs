@@ -65,7 +65,7 @@ pub struct EncoderOutput {
 fn width_error(name: &str, shape: &[usize], d: usize, rule: &'static str) -> AttentionError {
     AttentionError::mismatch(
         Operand::new(name, shape),
-        Operand::new("the layer norm's gamma", &[1, d]),
+        Operand::row("the layer norm's gamma", d),
         rule,
     )
 }
@@ -192,8 +192,8 @@ impl Embeddings {
     ) -> Result<Array2<f64>, AttentionError> {
         if ids.len() != token_types.len() {
             return Err(AttentionError::mismatch(
-                Operand::new("the token ids", &[1, ids.len()]),
-                Operand::new("the token types", &[1, token_types.len()]),
+                Operand::row("the token ids", ids.len()),
+                Operand::row("the token types", token_types.len()),
                 "every token needs one token type",
             ));
         }
@@ -212,7 +212,7 @@ impl Embeddings {
                 kind,
             )?;
         }
-        self.norm.forward(&x)
+        self.norm.normalize(x)
     }
 }
 
@@ -363,11 +363,11 @@ impl EncoderLayer {
             Some(mask) => self.attention.forward_masked(x, mask)?,
             None => self.attention.forward(x)?,
         };
-        let attended = self.attention_norm.forward(&(attention.result() + &x))?;
+        let attended = self.attention_norm.normalize(attention.result() + &x)?;
         let feed_forward = self.feed_forward.forward(&attended)?;
         let output = self
             .output_norm
-            .forward(&(&feed_forward.output + &attended))?;
+            .normalize(&feed_forward.output + &attended)?;
         Ok(EncoderLayerOutput {
             attention,
             attended,
@@ -408,7 +408,7 @@ impl Encoder {
             }
             if layer.width() != embeddings.width() {
                 return Err(AttentionError::mismatch(
-                    Operand::new(format!("the layer norm of layer {i}"), &[1, layer.width()]),
+                    Operand::row(format!("the layer norm of layer {i}"), layer.width()),
                     Operand::new("the word embeddings", embeddings.word().shape()),
                     "every layer must be as wide as the embeddings",
                 ));
@@ -496,8 +496,8 @@ impl Encoder {
     ) -> Result<EncoderOutput, AttentionError> {
         if padded.len() != ids.len() {
             return Err(AttentionError::mismatch(
-                Operand::new("the token ids", &[1, ids.len()]),
-                Operand::new("the padding", &[1, padded.len()]),
+                Operand::row("the token ids", ids.len()),
+                Operand::row("the padding", padded.len()),
                 "the padding must have one entry per token",
             ));
         }

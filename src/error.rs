@@ -19,6 +19,11 @@ impl Operand {
             shape: shape.to_vec(),
         }
     }
+
+    /// A vector of `len` entries, written as one row: `b_Q is 1x3`.
+    pub(crate) fn row(name: impl Into<String>, len: usize) -> Operand {
+        Operand::new(name, &[1, len])
+    }
 }
 
 impl Operand {

@@ -61,10 +61,9 @@ impl FeedForward {
         w2: Array2<f64>,
         b2: Array1<f64>,
     ) -> Result<FeedForward, AttentionError> {
-        let bias = |name: &str, b: &Array1<f64>| Operand::new(name, &[1, b.len()]);
         if b1.len() != w1.ncols() {
             return Err(AttentionError::mismatch(
-                bias("b_1", &b1),
+                Operand::row("b_1", b1.len()),
                 Operand::new("W_1", w1.shape()),
                 "b_1 must have one entry per column of W_1",
             ));
@@ -78,7 +77,7 @@ impl FeedForward {
         }
         if b2.len() != w2.ncols() {
             return Err(AttentionError::mismatch(
-                bias("b_2", &b2),
+                Operand::row("b_2", b2.len()),
                 Operand::new("W_2", w2.shape()),
                 "b_2 must have one entry per column of W_2",
             ));

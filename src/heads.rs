@@ -91,11 +91,6 @@ fn check_key_width(wq: ArrayView2<'_, f64>, wk: ArrayView2<'_, f64>) -> Result<(
     Ok(())
 }
 
-/// A bias as an operand of a message: `b_Q is 1x3`.
-fn bias_operand(name: &str, b: &Array1<f64>) -> Operand {
-    Operand::new(name, &[1, b.len()])
-}
-
 impl Head {
     /// A head from its three projection matrices, with the stable softmax.
     ///
@@ -183,7 +178,7 @@ impl Head {
         ] {
             if b.len() != w.ncols() {
                 return Err(AttentionError::mismatch(
-                    bias_operand(name, b),
+                    Operand::row(name, b.len()),
                     Operand::new(w_name, w.shape()),
                     "a bias must have one entry per column of its projection",
                 ));
@@ -536,7 +531,7 @@ impl MultiHead {
             .map_or([0, 0], |wo| [wo.nrows(), wo.ncols()]);
         if self.wo.is_none() || bo.len() != wo_shape[1] {
             return Err(AttentionError::mismatch(
-                bias_operand("b_O", &bo),
+                Operand::row("b_O", bo.len()),
                 Operand::new("W_O", &wo_shape),
                 "an output bias needs W_O, with one entry per column of W_O",
             ));

@@ -35,8 +35,8 @@ impl LayerNorm {
     ) -> Result<LayerNorm, AttentionError> {
         if gamma.len() != beta.len() || !(eps >= 0.0 && eps.is_finite()) {
             return Err(AttentionError::mismatch(
-                Operand::new("gamma", &[1, gamma.len()]),
-                Operand::new("beta", &[1, beta.len()]),
+                Operand::row("gamma", gamma.len()),
+                Operand::row("beta", beta.len()),
                 "gamma and beta must have the same length, and epsilon must be finite and at least 0",
             ));
         }
@@ -97,15 +97,19 @@ impl LayerNorm {
         &self,
         x: impl Into<ArrayView2<'a, f64>>,
     ) -> Result<Array2<f64>, AttentionError> {
-        let x = x.into();
-        if x.ncols() != self.gamma.len() {
+        self.normalize(x.into().to_owned())
+    }
+
+    /// [`LayerNorm::forward`] on a matrix of its own, normalised where it is: for a sum made
+    /// only to be normalised (a residual), which then is not copied.
+    pub(crate) fn normalize(&self, mut y: Array2<f64>) -> Result<Array2<f64>, AttentionError> {
+        if y.ncols() != self.gamma.len() {
             return Err(AttentionError::mismatch(
-                Operand::new("X", x.shape()),
-                Operand::new("gamma", &[1, self.gamma.len()]),
+                Operand::new("X", y.shape()),
+                Operand::row("gamma", self.gamma.len()),
                 "the columns of X must equal the length of the layer norm's gamma",
             ));
         }
-        let mut y = x.to_owned();
         for mut row in y.axis_iter_mut(Axis(0)) {
             let d = row.len() as f64;
             let mean = row.sum() / d;

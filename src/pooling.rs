@@ -26,7 +26,7 @@ pub fn mean_pool<'a>(
     if padded.len() != hidden.nrows() {
         return Err(AttentionError::mismatch(
             Operand::new("the hidden states", hidden.shape()),
-            Operand::new("the padding", &[1, padded.len()]),
+            Operand::row("the padding", padded.len()),
             "the padding must have one entry per row of the hidden states",
         ));
     }
@@ -72,8 +72,8 @@ pub fn cosine_similarity<'a>(
     let (a, b) = (a.into(), b.into());
     if a.len() != b.len() {
         return Err(AttentionError::mismatch(
-            Operand::new("a", &[1, a.len()]),
-            Operand::new("b", &[1, b.len()]),
+            Operand::row("a", a.len()),
+            Operand::row("b", b.len()),
             "the two vectors must have the same length",
         ));
     }

@@ -182,7 +182,7 @@ impl MultiHead {
         let bias = match &w.in_proj_bias {
             Some(b) if b.len() != 3 * e => {
                 return Err(AttentionError::mismatch(
-                    Operand::new("in_proj_bias", &[1, b.len()]),
+                    Operand::row("in_proj_bias", b.len()),
                     operand("out_proj.weight", out),
                     "in_proj_bias must have 3E entries",
                 ))
@@ -210,7 +210,7 @@ impl MultiHead {
         match &w.out_proj_bias {
             Some(bo) => layer.with_output_bias(bo.clone()).map_err(|_| {
                 AttentionError::mismatch(
-                    Operand::new("out_proj.bias", &[1, bo.len()]),
+                    Operand::row("out_proj.bias", bo.len()),
                     operand("out_proj.weight", out),
                     "out_proj.bias must have E entries",
                 )
