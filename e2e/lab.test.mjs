@@ -103,6 +103,13 @@ async function runNotebook(page, base, token, name, failures) {
       (panel) => (document.querySelector(`${panel} .jp-Toolbar-kernelName`)?.textContent || '').includes('Rust (attention-lab)'),
       PANEL, { timeout: 180000 },
     );
+    // Run All sent before the kernel has started is lost (the kernel stays idle and the page
+    // waits): wait for the status bar to call the kernel idle first.
+    await page.waitForFunction(
+      () => [...document.querySelectorAll('.jp-StatusBar-TextItem')]
+        .some((t) => /Rust \(attention-lab\) \| Idle/.test(t.textContent || '')),
+      null, { timeout: 180000 },
+    );
     // `lab` turns JupyterLab's news question off: no pop-up over the notebook a class sees.
     const news = await page.getByText('official Jupyter news').count();
     if (news) failures.push(`${name}: the "official Jupyter news" pop-up is shown`);
