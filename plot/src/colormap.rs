@@ -114,3 +114,38 @@ pub(crate) fn text_colour(fill: RGBColor) -> RGBColor {
         BACKGROUND
     }
 }
+
+/// One colour a head, in turn: the Okabe-Ito palette, told apart with the common colour-vision
+/// deficiencies, without its yellow (too faint for thin lines on white). Heads past the
+/// seventh take the colours again; the legend names each.
+pub(crate) const HEADS: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(213, 94, 0),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+];
+
+/// The colour of head `h` (from 0).
+pub(crate) fn head_colour(h: usize) -> RGBColor {
+    HEADS[h % HEADS.len()]
+}
+
+/// A diverging colour for `t` in [-1, 1] (clamped; NaN is grey): blue below 0, white at 0,
+/// orange above, the two ends of Okabe-Ito's blue and orange.
+pub(crate) fn diverging(t: f64) -> RGBColor {
+    if t.is_nan() {
+        return NAN_COLOUR;
+    }
+    let t = t.clamp(-1.0, 1.0);
+    let (r, g, b) = if t < 0.0 {
+        (0.0, 114.0, 178.0)
+    } else {
+        (230.0, 159.0, 0.0)
+    };
+    let a = t.abs();
+    let mix = |c: f64| (255.0 + (c - 255.0) * a).round() as u8;
+    RGBColor(mix(r), mix(g), mix(b))
+}

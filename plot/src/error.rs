@@ -58,6 +58,42 @@ pub enum PlotError {
         /// How many x values the plot has.
         expected: usize,
     },
+    /// A view's attention weights have no queries or no keys.
+    EmptyWeights {
+        /// Queries.
+        rows: usize,
+        /// Keys.
+        cols: usize,
+    },
+    /// A head's weights are not the shape of the first head's.
+    HeadShape {
+        /// Which head, from 0.
+        head: usize,
+        /// Its shape.
+        shape: (usize, usize),
+        /// The first head's shape.
+        expected: (usize, usize),
+    },
+    /// A view was given not one token a query (or a key).
+    TokenCount {
+        /// `"query"` or `"key"`.
+        side: &'static str,
+        /// How many tokens were given.
+        tokens: usize,
+        /// How many queries (or keys) the weights have.
+        expected: usize,
+    },
+    /// A head, layer or token picked by index does not exist.
+    OutOfRange {
+        /// What was picked: `"head"`, `"layer"`, `"query token"`.
+        what: &'static str,
+        /// The index asked for.
+        index: usize,
+        /// How many there are.
+        len: usize,
+    },
+    /// [`HeadView::top_k`](crate::HeadView::top_k) was given 0.
+    ZeroTopK,
     /// plotters could not draw (this should not happen).
     Draw(String),
     /// The PNG encoder failed (this should not happen).
@@ -103,6 +139,34 @@ impl fmt::Display for PlotError {
                 f,
                 "series {series:?} has {values} values for {expected} x values"
             ),
+            PlotError::EmptyWeights { rows, cols } => {
+                write!(f, "cannot draw attention weights of shape {rows}x{cols}")
+            }
+            PlotError::HeadShape {
+                head,
+                shape,
+                expected,
+            } => write!(
+                f,
+                "head {head}'s weights are {}x{}, but head 0's are {}x{}",
+                shape.0, shape.1, expected.0, expected.1
+            ),
+            PlotError::TokenCount {
+                side,
+                tokens,
+                expected,
+            } => {
+                let axis = if *side == "query" { "row" } else { "column" };
+                write!(
+                    f,
+                    "expected {expected} {side} tokens (one a {axis} of the weights), got {tokens}"
+                )
+            }
+            PlotError::OutOfRange { what, index, len } => match len {
+                0 => write!(f, "there is no {what} {index}: there are none"),
+                _ => write!(f, "there is no {what} {index}: they are 0 to {}", len - 1),
+            },
+            PlotError::ZeroTopK => write!(f, "top_k must be at least 1"),
             PlotError::Draw(m) => write!(f, "cannot draw the figure: {m}"),
             PlotError::Encode(m) => write!(f, "cannot encode the PNG: {m}"),
             PlotError::Write { path, source } => {

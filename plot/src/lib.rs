@@ -10,6 +10,14 @@
 //! series of y against x with axis labels, ticks, a legend and a title, shown and written the
 //! same ways.
 //!
+//! Three interactive views show where heads look, each as one self-contained HTML output (an
+//! SVG drawn in Rust, so it shows without scripts, and a few KB of inline script that add the
+//! interaction; no network): [`head_view`] (lines from query to key tokens, one colour a
+//! head; hover a token, toggle heads), [`model_view`] (a small heatmap for every layer and
+//! head; click one to open it in the head view) and [`neuron_view`] (one head's q, k, q·k,
+//! scaling, mask, softmax and weighted values for one query). Their `save_svg` and
+//! `save_png` write the static picture of the current selection.
+//!
 //! A figure that cannot be drawn (an empty matrix, label counts that are not the matrix's, a
 //! bad colour range) is an error of the methods that return `Result` ([`PlotError`]), and
 //! [`Figure::to_svg`], so the notebook display, draws the error's message instead: nothing
@@ -34,17 +42,27 @@
 
 // One module a job; the flow goes one way: figure and lines (what to draw) -> layout (how
 // large) -> paint (drawing) -> output (files), with error, colormap, font and values beneath.
+// The views (head_view, model_view, neuron_view) make a scene, which scene writes as SVG,
+// paint as PNG and interactive wraps for the notebook.
 mod colormap;
 mod error;
 mod figure;
 mod font;
+mod head_view;
+mod interactive;
 mod layout;
 mod lines;
+mod model_view;
+mod neuron_view;
 mod output;
 mod paint;
+mod scene;
 mod values;
 
 pub use colormap::viridis;
 pub use error::PlotError;
 pub use figure::{heads_grid, heatmap, Figure};
+pub use head_view::{head_view, head_view_weights, HeadView};
 pub use lines::{line_plot, LinePlot};
+pub use model_view::{model_view, ModelView};
+pub use neuron_view::{neuron_view, NeuronView};

@@ -6,7 +6,10 @@ use std::path::Path;
 
 use crate::error::PlotError;
 use crate::figure::Figure;
+use crate::head_view::HeadView;
 use crate::lines::LinePlot;
+use crate::model_view::ModelView;
+use crate::neuron_view::NeuronView;
 use crate::paint::{render_svg, to_png, Picture};
 
 impl Figure {
@@ -98,6 +101,58 @@ impl LinePlot {
         save_png(self, path.as_ref())
     }
 }
+
+/// The interactive views write the static picture of their selection.
+macro_rules! save_view {
+    ($($view:ty),*) => {$(
+        impl $view {
+            /// Writes the static picture of the current selection (the chosen query token and
+            /// heads) as an SVG file, in the notebook's colours, through a temporary name in
+            /// the same folder and a rename.
+            ///
+            /// # Errors
+            /// As `to_svg`, and [`PlotError::Write`] (naming `path`) when the file cannot be
+            /// written.
+            ///
+            /// ```
+            /// use attention_lab::prelude::*;
+            /// use attention_lab_plot::*;
+            ///
+            /// let path = std::env::temp_dir().join(format!("doc-view-{}.svg", std::process::id()));
+            /// head_view_weights(&Array3::from_elem((1, 1, 1), 1.0), &["a"]).save_svg(&path)?;
+            /// assert!(std::fs::read_to_string(&path).unwrap().starts_with("<svg"));
+            /// # std::fs::remove_file(&path).unwrap();
+            /// # Ok::<(), PlotError>(())
+            /// ```
+            pub fn save_svg(&self, path: impl AsRef<Path>) -> Result<(), PlotError> {
+                write_atomically(path.as_ref(), self.to_svg()?.as_bytes())
+            }
+
+            /// Writes the static picture of the current selection as a PNG file (`to_png`),
+            /// through a temporary name in the same folder and a rename.
+            ///
+            /// # Errors
+            /// As `to_png`, and [`PlotError::Write`] (naming `path`) when the file cannot be
+            /// written.
+            ///
+            /// ```
+            /// use attention_lab::prelude::*;
+            /// use attention_lab_plot::*;
+            ///
+            /// let path = std::env::temp_dir().join(format!("doc-view-{}.png", std::process::id()));
+            /// head_view_weights(&Array3::from_elem((1, 1, 1), 1.0), &["a"]).save_png(&path)?;
+            /// assert!(std::fs::metadata(&path).unwrap().len() > 100);
+            /// # std::fs::remove_file(&path).unwrap();
+            /// # Ok::<(), PlotError>(())
+            /// ```
+            pub fn save_png(&self, path: impl AsRef<Path>) -> Result<(), PlotError> {
+                save_png(self, path.as_ref())
+            }
+        }
+    )*};
+}
+
+save_view!(HeadView, ModelView, NeuronView);
 
 /// Writes any picture as an SVG file.
 pub(crate) fn save_svg<P: Picture>(picture: &P, path: &Path) -> Result<(), PlotError> {

@@ -14,8 +14,12 @@ use crate::colormap::{cell_colour, text_colour, viridis, BACKGROUND, GRID, INK, 
 use crate::error::{draw_error, PlotError};
 use crate::figure::Figure;
 use crate::font::{FAMILY, LABEL_SIZE, PANEL_TITLE_SIZE, TICK_SIZE, TITLE_SIZE};
+use crate::head_view::HeadView;
 use crate::layout::{Layout, LinesLayout, BAR_WIDTH, GAP, MARGIN, SAMPLE_LENGTH, TICK_LENGTH};
 use crate::lines::LinePlot;
+use crate::model_view::ModelView;
+use crate::neuron_view::NeuronView;
+use crate::scene::{Anchor, Item, Scene};
 use crate::values::{format_value, ticks};
 
 /// The colour bar is drawn as this many strips of one colour each.
@@ -442,6 +446,136 @@ impl Picture for LinePlot {
     }
 }
 
+/// The interactive views paint their scene.
+macro_rules! scene_picture {
+    ($($view:ty),*) => {$(
+        impl Picture for $view {
+            type Layout = Scene;
+
+            fn layout(&self) -> Result<Scene, PlotError> {
+                self.scene(false)
+            }
+
+            fn size_of(scene: &Scene) -> (u32, u32) {
+                (scene.width as u32, scene.height as u32)
+            }
+
+            fn png_scale(&self) -> u32 {
+                self.png_scale
+            }
+
+            fn paint<DB: DrawingBackend>(
+                &self,
+                scene: &Scene,
+                root: &DrawingArea<DB, Shift>,
+                zoom: i32,
+            ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+                root.fill(&BACKGROUND)?;
+                paint_items(&scene.items, root, zoom as f64)
+            }
+        }
+
+        impl $view {
+            /// The view as PNG file bytes (8-bit RGB) of the current selection, `png_scale`
+            /// times the size of its SVG, in the same colours; text in the embedded DejaVu Sans.
+            ///
+            /// # Errors
+            /// As `to_svg`, and [`PlotError::Encode`] should the encoder fail.
+            ///
+            /// ```
+            /// use attention_lab::prelude::*;
+            /// use attention_lab_plot::*;
+            ///
+            /// let png = head_view_weights(&Array3::from_elem((1, 1, 1), 1.0), &["a"]).to_png()?;
+            /// assert_eq!(&png[1..4], b"PNG");
+            /// # Ok::<(), PlotError>(())
+            /// ```
+            pub fn to_png(&self) -> Result<Vec<u8>, PlotError> {
+                to_png(self)
+            }
+        }
+    )*};
+}
+
+scene_picture!(HeadView, ModelView, NeuronView);
+
+/// Paints scene items (in SVG pixels) on a backend whose pixels are `zoom` times smaller.
+fn paint_items<DB: DrawingBackend>(
+    items: &[Item],
+    root: &DrawingArea<DB, Shift>,
+    zoom: f64,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let at = |(x, y): (f64, f64)| ((x * zoom).round() as i32, (y * zoom).round() as i32);
+    for item in items {
+        match item {
+            Item::Line { hidden: true, .. } | Item::Group { hidden: true, .. } => {}
+            Item::Line {
+                from,
+                to,
+                colour,
+                opacity,
+                width,
+                ..
+            } => {
+                let style = colour
+                    .mix(opacity.clamp(0.0, 1.0))
+                    .stroke_width((width * zoom).round().max(1.0) as u32);
+                root.draw(&PathElement::new(vec![at(*from), at(*to)], style))?;
+            }
+            Item::Rect {
+                at: corner,
+                size,
+                fill,
+                stroke,
+                ..
+            } => {
+                let ends = [at(*corner), at((corner.0 + size.0, corner.1 + size.1))];
+                if let Some(f) = fill {
+                    root.draw(&Rectangle::new(ends, f.filled()))?;
+                }
+                if let Some(s) = stroke {
+                    root.draw(&Rectangle::new(ends, s.stroke_width(zoom as u32)))?;
+                }
+            }
+            Item::Text {
+                at: point,
+                text,
+                size,
+                colour,
+                anchor,
+                ..
+            } => {
+                let h = match anchor {
+                    Anchor::Start => HPos::Left,
+                    Anchor::Middle => HPos::Center,
+                    Anchor::End => HPos::Right,
+                };
+                let style = (FAMILY, size * zoom)
+                    .into_font()
+                    .color(colour)
+                    .pos(Pos::new(h, VPos::Center));
+                root.draw(&Text::new(text.clone(), at(*point), style))?;
+            }
+            Item::Raster {
+                at: corner,
+                size,
+                cells,
+                ..
+            } => {
+                let (rows, cols) = cells.dim();
+                let (cw, ch) = (size.0 / cols as f64, size.1 / rows as f64);
+                for ((i, j), c) in cells.indexed_iter() {
+                    let (x, y) = (corner.0 + j as f64 * cw, corner.1 + i as f64 * ch);
+                    let ends = [at((x, y)), at((x + cw, y + ch))];
+                    root.draw(&Rectangle::new(ends, c.filled()))?;
+                }
+            }
+            Item::Group { items, .. } => paint_items(items, root, zoom)?,
+        }
+    }
+    Ok(())
+}
+
 /// Draws in figure units on a backend whose pixels are `zoom` times smaller.
 struct Pen<'a, DB: DrawingBackend> {
     root: &'a DrawingArea<DB, Shift>,
@@ -510,7 +644,7 @@ impl<DB: DrawingBackend> Pen<'_, DB> {
 }
 
 /// A small SVG that says why a figure could not be drawn.
-fn error_svg(message: &str) -> String {
+pub(crate) fn error_svg(message: &str) -> String {
     let escaped = html::escape(message);
     let width = 40 + 9 * (message.chars().count() + 12);
     format!(

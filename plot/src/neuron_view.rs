@@ -1,0 +1,359 @@
+//! The neuron view: for one head and one query token, every step from q and the keys to the
+//! head's output row, as the lessons compute it: q, each key k, q·k, q·k / √d_k, the mask
+//! added, the softmax, and each value weighted, summed into z.
+
+use ndarray::ArrayView1;
+
+use attention_lab::heads::{HeadOutput, MultiHeadOutput};
+
+use crate::colormap::{diverging, head_colour, INK};
+use crate::error::PlotError;
+use crate::font::{register_font, text_size, LABEL_SIZE, TICK_SIZE};
+use crate::head_view::{check_tokens, out_of_range, strings, text, title_item, MARGIN, ROW};
+use crate::scene::{Anchor, Item, Scene};
+
+/// The width of the softmax column's bar at weight 1.
+const BAR: f64 = 60.0;
+/// Where the softmax column's bar starts, after its number.
+const BAR_GAP: f64 = 60.0;
+/// Width of a number column.
+const NUMBER: f64 = 70.0;
+/// Above this many vector cells, a notebook's view holds only the picked query.
+const MAX_CELLS: usize = 40_000;
+
+/// One head's computation for one query token, step by step: made by [`neuron_view`], shown
+/// inline by evcxr as HTML, written by [`NeuronView::save_svg`] and [`NeuronView::save_png`].
+///
+/// Vectors are rows of coloured cells (blue below 0, orange above; hover a cell for its value),
+/// numbers are written. In the notebook a menu picks the query token.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// use attention_lab_plot::*;
+///
+/// let x = array![[1.0, 0.0], [0.0, 1.0]];
+/// let w = Array2::<f64>::eye(2);
+/// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&x)?;
+/// let svg = neuron_view(&out, 0, &["a", "b"]).query(1).to_svg()?;
+/// assert!(svg.contains(">q·k<") && svg.contains(">softmax<"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct NeuronView {
+    pub(crate) head: Option<HeadOutput>,
+    pub(crate) index: usize,
+    pub(crate) heads: usize,
+    pub(crate) queries: Vec<String>,
+    pub(crate) keys: Option<Vec<String>>,
+    pub(crate) query: usize,
+    pub(crate) title: Option<String>,
+    pub(crate) png_scale: u32,
+}
+
+/// The neuron view of head `head` (from 0) of a multi-head layer's output, `tokens` on both
+/// sides (use [`NeuronView::keys`] for cross-attention); it shows query token 0 until
+/// [`NeuronView::query`] picks another.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// use attention_lab_plot::*;
+///
+/// let w = Array2::<f64>::eye(2);
+/// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&array![[1.0, 2.0]])?;
+/// let err = neuron_view(&out, 3, &["a"]).to_svg().unwrap_err();
+/// assert_eq!(err.to_string(), "there is no head 3: they are 0 to 0");
+/// # Ok::<(), AttentionError>(())
+/// ```
+pub fn neuron_view<S: AsRef<str>>(out: &MultiHeadOutput, head: usize, tokens: &[S]) -> NeuronView {
+    NeuronView {
+        head: out.heads.get(head).cloned(),
+        index: head,
+        heads: out.heads.len(),
+        queries: strings(tokens),
+        keys: None,
+        query: 0,
+        title: None,
+        png_scale: 2,
+    }
+}
+
+impl NeuronView {
+    /// Shows query token `i` (from 0).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let w = Array2::<f64>::eye(2);
+    /// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&array![[1.0, 2.0]])?;
+    /// let err = neuron_view(&out, 0, &["a"]).query(1).to_svg().unwrap_err();
+    /// assert_eq!(err.to_string(), "there is no query token 1: they are 0 to 0");
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn query(mut self, i: usize) -> NeuronView {
+        self.query = i;
+        self
+    }
+
+    /// The key tokens, when they are not the query tokens (cross-attention).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let wq = Array2::<f64>::eye(2);
+    /// let layer = MultiHead::split(&wq, &wq, &wq, 1, None)?;
+    /// let enc = array![[0.0, 1.0], [1.0, 1.0]];
+    /// let out = layer.forward_cross(&array![[1.0, 0.0]], &enc, &enc, None)?;
+    /// let svg = neuron_view(&out, 0, &["dec"]).keys(&["e1", "e2"]).to_svg()?;
+    /// assert!(svg.contains(">e2<"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn keys<S: AsRef<str>>(mut self, tokens: &[S]) -> NeuronView {
+        self.keys = Some(strings(tokens));
+        self
+    }
+
+    /// The view's picture: every query's steps when `interactive` and small enough (the
+    /// others hidden), else the picked query's.
+    pub(crate) fn scene(&self, interactive: bool) -> Result<Scene, PlotError> {
+        register_font()?;
+        let head = match &self.head {
+            Some(h) => h,
+            None => {
+                return Err(PlotError::OutOfRange {
+                    what: "head",
+                    index: self.index,
+                    len: self.heads,
+                })
+            }
+        };
+        let (rows, cols) = head.weights.dim();
+        check_tokens(&self.queries, self.keys.as_ref(), (rows, cols))?;
+        let keys = self.keys.as_ref().unwrap_or(&self.queries);
+        if rows == 0 || cols == 0 {
+            return Err(PlotError::EmptyWeights { rows, cols });
+        }
+        out_of_range("query token", self.query, rows)?;
+        let (dk, dv) = (head.k.ncols(), head.v.ncols());
+        let cell = |d: usize| (384.0 / d.max(1) as f64).clamp(3.0, 14.0);
+        let (ck, cv) = (cell(dk), cell(dv));
+        let widest = keys.iter().chain(&self.queries).try_fold(0.0_f64, |m, t| {
+            Ok::<_, PlotError>(m.max(text_size(t, LABEL_SIZE)?.0 as f64))
+        })?;
+        let label = MARGIN + widest.max(text_size("q of", LABEL_SIZE)?.0 as f64) + 24.0;
+        let cols_x = Columns::new(label + 8.0, dk as f64 * ck, dv as f64 * cv);
+        let mut items = Vec::new();
+        let mut y = title_item(&mut items, &self.title, MARGIN);
+        for (name, x) in cols_x.headers() {
+            items.push(text((x, y + ROW / 2.0), name, TICK_SIZE, Anchor::Start));
+        }
+        y += ROW;
+        let scale_qk = max_abs(head.q.iter().chain(head.k.iter()));
+        // One scale for every weighted value and z, so rows and queries compare.
+        let weighted: Vec<f64> = head
+            .weights
+            .outer_iter()
+            .flat_map(|w| w.dot(&head.v.mapv(f64::abs)).to_vec())
+            .collect();
+        let scale_v = max_abs(head.z.iter().chain(&weighted));
+        let all = interactive && rows * cols * (dk + dv) <= MAX_CELLS;
+        for i in 0..rows {
+            if !(all || i == self.query) {
+                continue;
+            }
+            let group = self.steps(head, i, keys, &cols_x, (ck, cv), (scale_qk, scale_v), y);
+            items.push(Item::Group {
+                class: "alab-neuron-q",
+                data: vec![("q", i)],
+                hidden: i != self.query,
+                items: group,
+            });
+        }
+        let height = y + (cols + 2) as f64 * ROW + MARGIN;
+        Ok(Scene {
+            width: (cols_x.end + MARGIN).ceil(),
+            height: height.ceil(),
+            data: vec![("query", self.query.to_string())],
+            items,
+        })
+    }
+
+    /// Query `i`'s rows: q, then one row a key, then z.
+    #[allow(clippy::too_many_arguments)]
+    fn steps(
+        &self,
+        head: &HeadOutput,
+        i: usize,
+        keys: &[String],
+        x: &Columns,
+        (ck, cv): (f64, f64),
+        (scale_qk, scale_v): (f64, f64),
+        top: f64,
+    ) -> Vec<Item> {
+        let mut items = Vec::new();
+        let dk = head.k.ncols() as f64;
+        let q = head.q.row(i);
+        let label_x = x.k - 8.0;
+        let mut row_y = top + ROW / 2.0;
+        let label = text(
+            (label_x, row_y),
+            &format!("q of {}", self.queries[i]),
+            LABEL_SIZE,
+            Anchor::End,
+        );
+        items.push(label.tagged("alab-q", vec![("q", i)]));
+        vector(&mut items, q, "q", x.k, row_y, ck, scale_qk);
+        for (j, t) in keys.iter().enumerate() {
+            row_y += ROW;
+            items.push(text((label_x, row_y), t, LABEL_SIZE, Anchor::End));
+            let k = head.k.row(j);
+            vector(
+                &mut items,
+                k,
+                &format!("k of {t}"),
+                x.k,
+                row_y,
+                ck,
+                scale_qk,
+            );
+            let dot = q.dot(&k);
+            let scaled = dot / dk.sqrt();
+            let score = head.scores[[i, j]];
+            let mask = if score == f64::NEG_INFINITY {
+                "−∞".to_string()
+            } else if score == scaled {
+                "0".to_string()
+            } else {
+                number(score - scaled)
+            };
+            let w = head.weights[[i, j]];
+            for (value, at) in [
+                (number(dot), x.dot),
+                (number(scaled), x.scaled),
+                (mask, x.mask),
+                (number(w), x.softmax),
+            ] {
+                items.push(text((at, row_y), &value, TICK_SIZE, Anchor::Start));
+            }
+            if w > 0.0 && w.is_finite() {
+                items.push(Item::Rect {
+                    at: (x.softmax + BAR_GAP, row_y - 5.0),
+                    size: ((w.min(1.0) * BAR).max(1.0), 10.0),
+                    fill: Some(head_colour(self.index)),
+                    stroke: None,
+                    data: vec![],
+                    tip: None,
+                });
+            }
+            let wv = head.v.row(j).mapv(|v| w * v);
+            vector(
+                &mut items,
+                wv.view(),
+                &format!("{} × v of {t}", number(w)),
+                x.v,
+                row_y,
+                cv,
+                scale_v,
+            );
+        }
+        row_y += ROW;
+        items.push(text((x.v - 8.0, row_y), "z =", LABEL_SIZE, Anchor::End));
+        vector(&mut items, head.z.row(i), "z", x.v, row_y, cv, scale_v);
+        items
+    }
+}
+
+/// Where each column starts.
+struct Columns {
+    k: f64,
+    dot: f64,
+    scaled: f64,
+    mask: f64,
+    softmax: f64,
+    v: f64,
+    end: f64,
+}
+
+impl Columns {
+    fn new(k: f64, k_width: f64, v_width: f64) -> Columns {
+        let dot = k + k_width.max(24.0) + 12.0;
+        let scaled = dot + NUMBER;
+        let mask = scaled + NUMBER;
+        let softmax = mask + NUMBER;
+        let v = softmax + BAR_GAP + BAR + 16.0;
+        Columns {
+            k,
+            dot,
+            scaled,
+            mask,
+            softmax,
+            v,
+            end: v + v_width.max(90.0),
+        }
+    }
+
+    fn headers(&self) -> [(&'static str, f64); 6] {
+        [
+            ("q, k", self.k),
+            ("q·k", self.dot),
+            ("÷ √d_k", self.scaled),
+            ("+ mask", self.mask),
+            ("softmax", self.softmax),
+            ("weight × v", self.v),
+        ]
+    }
+}
+
+/// A vector as a row of cells coloured by value over `scale`, each with its value as a tip.
+fn vector(
+    items: &mut Vec<Item>,
+    v: ArrayView1<f64>,
+    name: &str,
+    x: f64,
+    y: f64,
+    cell: f64,
+    scale: f64,
+) {
+    for (d, &value) in v.iter().enumerate() {
+        items.push(Item::Rect {
+            at: (x + d as f64 * cell, y - 6.0),
+            size: (cell, 12.0),
+            fill: Some(diverging(value / scale)),
+            stroke: None,
+            data: vec![],
+            tip: Some(format!("{name}[{d}] = {}", number(value))),
+        });
+    }
+    items.push(Item::Rect {
+        at: (x, y - 6.0),
+        size: (v.len() as f64 * cell, 12.0),
+        fill: None,
+        stroke: Some(INK),
+        data: vec![],
+        tip: None,
+    });
+}
+
+/// The largest absolute finite value (1 when there is none, so colours stay defined).
+fn max_abs<'a>(values: impl Iterator<Item = &'a f64>) -> f64 {
+    let m = values
+        .filter(|v| v.is_finite())
+        .fold(0.0_f64, |m, v| m.max(v.abs()));
+    if m > 0.0 {
+        m
+    } else {
+        1.0
+    }
+}
+
+/// A number with four decimals, `−∞` and `∞` for the infinities.
+fn number(v: f64) -> String {
+    if v == f64::NEG_INFINITY {
+        "−∞".into()
+    } else if v == f64::INFINITY {
+        "∞".into()
+    } else {
+        format!("{v:.4}")
+    }
+}

@@ -1,0 +1,399 @@
+//! The interactive views, read back as XML: one line a pair and head with the weight as its
+//! opacity, masked pairs absent, tokens as text (never markup), selections in the exported
+//! files, PNGs in the same colours, and the errors.
+
+use attention_lab::prelude::*;
+use attention_lab_plot::*;
+
+/// A line of a head view: head, query, key, opacity, hidden.
+#[derive(Debug, Clone, PartialEq)]
+struct Line {
+    h: usize,
+    q: usize,
+    k: usize,
+    opacity: f64,
+    hidden: bool,
+}
+
+fn lines(svg: &str) -> Vec<Line> {
+    let doc = roxmltree::Document::parse(svg).expect("the SVG is well-formed XML");
+    let data = |n: &roxmltree::Node, a: &str| -> usize { n.attribute(a).unwrap().parse().unwrap() };
+    doc.descendants()
+        .filter(|n| n.has_tag_name("line") && n.attribute("data-h").is_some())
+        .map(|n| Line {
+            h: data(&n, "data-h"),
+            q: data(&n, "data-q"),
+            k: data(&n, "data-k"),
+            opacity: n.attribute("stroke-opacity").unwrap().parse().unwrap(),
+            hidden: n.attribute("display") == Some("none"),
+        })
+        .collect()
+}
+
+/// The texts of elements with this class, in order.
+fn texts(svg: &str, class: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text") && n.attribute("class") == Some(class))
+        .map(|n| {
+            n.children()
+                .filter(|c| c.is_text())
+                .map(|c| c.text().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+/// The SVG element of a view's HTML (which is the SVG, a style before it and a script after).
+fn svg_of(html: &str) -> &str {
+    let start = html.find("<svg").expect("the HTML holds an SVG");
+    let end = html.find("</svg>").unwrap() + "</svg>".len();
+    &html[start..end]
+}
+
+/// Notebook 000's layer: two heads over "Thinking Machines".
+fn layer_000() -> MultiHeadOutput {
+    let x = array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]];
+    let w = |a: f64| Array2::from_shape_fn((4, 3), |(i, j)| a + 0.3 * i as f64 + 0.1 * j as f64);
+    let layer = MultiHead::new(
+        vec![
+            Head::new(w(0.1), w(0.3), w(0.7)).unwrap(),
+            Head::new(w(0.2), w(0.4), w(0.9)).unwrap(),
+        ],
+        None,
+    )
+    .unwrap();
+    layer.forward(&x).unwrap()
+}
+
+/// Three heads over five tokens of random weights, softer than 000's.
+fn layer_random(n: usize, heads: usize) -> MultiHeadOutput {
+    let mut rng = np::RandomState::new(7);
+    let x: Array2<f64> = rng.randn((n, 6)).unwrap() * 0.5;
+    let wq: Array2<f64> = rng.randn((6, 6)).unwrap();
+    let wk: Array2<f64> = rng.randn((6, 6)).unwrap();
+    let wv: Array2<f64> = rng.randn((6, 6)).unwrap();
+    MultiHead::split(&wq, &wk, &wv, heads, None)
+        .unwrap()
+        .forward(&x)
+        .unwrap()
+}
+
+#[test]
+fn one_line_a_pair_and_head_with_the_weight_as_opacity() {
+    let out = layer_random(5, 3);
+    let tokens = ["x1", "x2", "x3", "x4", "x5"];
+    let html = head_view(&out, &tokens).to_html();
+    let got = lines(svg_of(&html));
+    assert_eq!(got.len(), 3 * 5 * 5);
+    for l in &got {
+        let w = out.heads[l.h].weights[[l.q, l.k]];
+        assert!((l.opacity - w).abs() <= 5e-4, "{l:?} against {w}");
+        assert!(!l.hidden);
+    }
+    // Every (head, query, key) once.
+    let mut keys: Vec<_> = got.iter().map(|l| (l.h, l.q, l.k)).collect();
+    keys.dedup();
+    assert_eq!(keys.len(), 75);
+    assert_eq!(texts(svg_of(&html), "alab-q"), tokens);
+    assert_eq!(texts(svg_of(&html), "alab-k"), tokens);
+    assert_eq!(
+        texts(svg_of(&html), "alab-head"),
+        ["head 0", "head 1", "head 2"]
+    );
+}
+
+#[test]
+fn the_same_input_gives_the_same_bytes_and_views_have_no_ids() {
+    let out = layer_000();
+    let a = head_view(&out, &["Thinking", "Machines"]).to_html();
+    let b = head_view(&out, &["Thinking", "Machines"]).to_html();
+    assert_eq!(a, b);
+    assert!(!a.contains(" id="), "views find themselves without ids");
+    assert!(a.len() < 16_000, "a few KB: {}", a.len());
+    assert!(
+        !a.contains("http") || !a.contains("src=\"http"),
+        "nothing from the network"
+    );
+}
+
+#[test]
+fn token_text_is_text_never_markup() {
+    let weights = Array3::from_elem((1, 3, 3), 1.0 / 3.0);
+    let tokens = [
+        "<script>alert(1)</script>",
+        "\"quoted\" & 'single'",
+        "naïve 東京 🙂",
+    ];
+    let view = head_view_weights(&weights, &tokens);
+    for svg in [view.to_svg().unwrap(), svg_of(&view.to_html()).to_string()] {
+        assert_eq!(texts(&svg, "alab-q"), tokens);
+        assert_eq!(texts(&svg, "alab-k"), tokens);
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        assert!(!doc.descendants().any(|n| n.has_tag_name("script")));
+    }
+    // The one script is the view's own, after the SVG.
+    let html = view.to_html();
+    assert_eq!(html.matches("<script>").count(), 1);
+    assert!(html.find("<script>").unwrap() > html.find("</svg>").unwrap());
+}
+
+#[test]
+fn masked_pairs_draw_no_line_and_a_fully_masked_query_is_struck_through() {
+    let out = layer_random(4, 2);
+    let mut rng = np::RandomState::new(3);
+    let x: Array2<f64> = rng.randn((4, 6)).unwrap();
+    let w: Array2<f64> = rng.randn((6, 6)).unwrap();
+    let layer = MultiHead::split(&w, &w, &w, 2, None).unwrap();
+    let causal = layer.forward_masked(&x, &Mask::causal(4)).unwrap();
+    let got = lines(&head_view(&causal, &["a", "b", "c", "d"]).to_svg().unwrap());
+    assert_eq!(got.len(), 2 * (1 + 2 + 3 + 4));
+    assert!(got.iter().all(|l| l.k <= l.q));
+    // Query 2 may see nothing.
+    let blocked = Array2::from_shape_fn((4, 4), |(i, j)| i == 2 || j == 3);
+    let masked = layer
+        .forward_masked(&x, &Mask::from_blocked(&blocked))
+        .unwrap();
+    let svg = head_view(&masked, &["a", "b", "c", "d"]).to_svg().unwrap();
+    let got = lines(&svg);
+    assert!(got.iter().all(|l| l.q != 2 && l.k != 3));
+    assert_eq!(got.len(), 2 * 3 * 3);
+    assert!(svg.contains("every key is masked for this query"));
+    let _ = out;
+}
+
+#[test]
+fn cross_attention_has_its_own_key_tokens() {
+    let weights = Array3::from_shape_fn(
+        (2, 2, 3),
+        |(h, q, k)| if (q + k + h) % 3 == 0 { 1.0 } else { 0.0 },
+    );
+    let svg = head_view_weights(&weights, &["dec 1", "dec 2"])
+        .keys(&["enc 1", "enc 2", "enc 3"])
+        .to_svg()
+        .unwrap();
+    assert_eq!(texts(&svg, "alab-k"), ["enc 1", "enc 2", "enc 3"]);
+    assert_eq!(lines(&svg).len(), 4);
+    let err = head_view_weights(&weights, &["dec 1", "dec 2"])
+        .to_svg()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "expected 3 key tokens (one a column of the weights), got 2"
+    );
+}
+
+#[test]
+fn the_export_shows_the_selection_and_the_notebook_hides_the_rest() {
+    let out = layer_random(5, 3);
+    let tokens = ["x1", "x2", "x3", "x4", "x5"];
+    let view = head_view(&out, &tokens).heads(&[2]).query(1);
+    let file = lines(&view.to_svg().unwrap());
+    assert_eq!(file.len(), 5);
+    assert!(file.iter().all(|l| l.h == 2 && l.q == 1));
+    let html = view.to_html();
+    let page = lines(svg_of(&html));
+    assert_eq!(page.len(), 75);
+    let shown: Vec<_> = page.iter().filter(|l| !l.hidden).cloned().collect();
+    assert_eq!(shown, file);
+    // Only head 2 is in the file's legend.
+    assert_eq!(texts(&view.to_svg().unwrap(), "alab-head"), ["head 2"]);
+}
+
+#[test]
+fn long_inputs_keep_each_querys_largest_weights() {
+    let n = 600;
+    let out = layer_random(n, 3);
+    let tokens: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
+    let svg = head_view(&out, &tokens).to_svg().unwrap();
+    let got = lines(&svg);
+    let k = 12_000 / (n * 3);
+    assert!(
+        got.len() <= 12_000 && got.len() >= n * 3 * k - 10,
+        "{}",
+        got.len()
+    );
+    assert!(svg.contains(&format!("each query's {k} largest weights a head")));
+    // The kept lines are the row's largest.
+    for l in got.iter().take(50) {
+        let row = out.heads[l.h].weights.row(l.q);
+        let bigger = row.iter().filter(|&&w| w > row[l.k]).count();
+        assert!(bigger < k, "{l:?}");
+    }
+    let two = lines(&head_view(&out, &tokens).top_k(2).to_svg().unwrap());
+    assert_eq!(two.len(), n * 3 * 2);
+}
+
+#[test]
+fn bad_selections_and_shapes_are_errors_that_say_what() {
+    let weights = Array3::from_elem((2, 2, 2), 0.5);
+    let msg = |v: HeadView| v.to_svg().unwrap_err().to_string();
+    assert_eq!(
+        msg(head_view_weights(&weights, &["a", "b"]).heads(&[2])),
+        "there is no head 2: they are 0 to 1"
+    );
+    assert_eq!(
+        msg(head_view_weights(&weights, &["a", "b"]).query(5)),
+        "there is no query token 5: they are 0 to 1"
+    );
+    assert_eq!(
+        msg(head_view_weights(&weights, &["a", "b"]).top_k(0)),
+        "top_k must be at least 1"
+    );
+    assert_eq!(
+        msg(head_view_weights(&weights, &["a"])),
+        "expected 2 query tokens (one a row of the weights), got 1"
+    );
+    assert_eq!(
+        msg(head_view_weights(&Array3::zeros((0, 2, 2)), &["a", "b"])),
+        "cannot plot the heads of a layer without heads"
+    );
+    assert_eq!(
+        msg(head_view_weights(&Array3::zeros((1, 0, 0)), &[] as &[&str])),
+        "cannot draw attention weights of shape 0x0"
+    );
+    // The notebook shows the message instead of a view.
+    assert!(head_view_weights(&weights, &["a"])
+        .to_html()
+        .contains("plot error: expected 2 query tokens"));
+}
+
+#[test]
+fn pngs_are_the_svgs_picture_twice_as_large_in_the_same_colours() {
+    let out = layer_000();
+    let view = head_view(&out, &["Thinking", "Machines"]);
+    let svg = view.to_svg().unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let width: u32 = doc
+        .root_element()
+        .attribute("width")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let height: u32 = doc
+        .root_element()
+        .attribute("height")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let png = view.to_png().unwrap();
+    let decoder = png::Decoder::new(std::io::Cursor::new(png));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (2 * width, 2 * height));
+    // The legend's swatches are there in the heads' colours (Okabe-Ito blue and orange).
+    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(3).collect();
+    for colour in [[0u8, 114, 178], [230, 159, 0]] {
+        assert!(pixels.iter().any(|p| *p == colour), "{colour:?}");
+    }
+}
+
+#[test]
+fn the_model_view_has_a_panel_a_head_and_layer_and_opens_one() {
+    let attentions =
+        Array4::from_shape_fn(
+            (2, 3, 4, 4),
+            |(l, h, q, k)| if (l + h + q) % 4 == k { 1.0 } else { 0.0 },
+        );
+    let tokens = ["a", "b", "c", "d"];
+    let view = model_view(&attentions, &tokens).select(1, 2);
+    let html = view.to_html();
+    let svg = svg_of(&html);
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let panels: Vec<(usize, usize)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("image"))
+        .map(|n| {
+            (
+                n.attribute("data-l").unwrap().parse().unwrap(),
+                n.attribute("data-h").unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(panels.len(), 6);
+    assert_eq!(panels[5], (1, 2));
+    // The head view below draws layer 1, head 2: one line a query.
+    let got = lines(svg);
+    assert_eq!(got.len(), 4);
+    for l in &got {
+        assert_eq!((l.h, (1 + 2 + l.q) % 4), (2, l.k));
+    }
+    assert!(svg.contains(">layer 1, head 2<"));
+    // The script's data: per layer heads x tokens x tokens bytes.
+    let weights = doc.root_element().attribute("data-weights").unwrap();
+    assert_eq!(weights.split(',').count(), 2);
+    let err = model_view(&attentions, &tokens)
+        .select(0, 3)
+        .to_svg()
+        .unwrap_err();
+    assert_eq!(err.to_string(), "there is no head 3: they are 0 to 2");
+}
+
+#[test]
+fn the_neuron_view_writes_the_lessons_steps() {
+    let out = layer_random(3, 2);
+    let head = &out.heads[1];
+    let svg = neuron_view(&out, 1, &["a", "b", "c"])
+        .query(2)
+        .to_svg()
+        .unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let all: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| {
+            n.children()
+                .filter(|c| c.is_text())
+                .map(|c| c.text().unwrap())
+                .collect()
+        })
+        .collect();
+    for j in 0..3 {
+        let dot = head.q.row(2).dot(&head.k.row(j));
+        let scaled = dot / (head.k.ncols() as f64).sqrt();
+        assert!((scaled - head.scores[[2, j]]).abs() < 1e-12);
+        for v in [dot, scaled, head.weights[[2, j]]] {
+            assert!(all.contains(&format!("{v:.4}")), "{v:.4} in {all:?}");
+        }
+    }
+    // z's cells carry the head's output row as tips.
+    for (d, z) in head.z.row(2).iter().enumerate() {
+        assert!(
+            svg.contains(&format!("<title>z[{d}] = {z:.4}</title>")),
+            "z[{d}]"
+        );
+    }
+    // The notebook holds every query, the others hidden.
+    let html = neuron_view(&out, 1, &["a", "b", "c"]).query(2).to_html();
+    let doc = roxmltree::Document::parse(svg_of(&html)).unwrap();
+    let groups: Vec<bool> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("alab-neuron-q"))
+        .map(|n| n.attribute("display") == Some("none"))
+        .collect();
+    assert_eq!(groups, [true, true, false]);
+}
+
+#[test]
+fn views_are_written_atomically_and_errors_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = layer_000();
+    let view = head_view(&out, &["Thinking", "Machines"]);
+    let svg = dir.path().join("heads.svg");
+    let png = dir.path().join("heads.png");
+    view.save_svg(&svg).unwrap();
+    view.save_png(&png).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&svg).unwrap(),
+        view.to_svg().unwrap()
+    );
+    assert_eq!(std::fs::read(&png).unwrap(), view.to_png().unwrap());
+    let err = view
+        .save_svg(dir.path().join("no/such/heads.svg"))
+        .unwrap_err();
+    assert!(err.to_string().starts_with(&format!(
+        "cannot write {}",
+        dir.path().join("no/such/heads.svg").display()
+    )));
+}
