@@ -52,7 +52,7 @@
       var o = document.createElement('option'); o.value = value; o.textContent = label; menu.appendChild(o);
     };
     option('all', 'all heads');
-    swatches.forEach(function (r) { option(String(num(r, 'h')), 'head ' + num(r, 'h')); });
+    swatches.forEach(function (r) { option(String(num(r, 'h')), 'head ' + (num(r, 'h') + 1)); });
     option('', 'some heads');
     div.appendChild(menu);
     button(div, 'download SVG', function () { download(svg, 'head_view.svg'); });
@@ -117,7 +117,7 @@
           }
         }
       }
-      if (title) title.textContent = 'layer ' + l + ', head ' + h;
+      if (title) title.textContent = 'layer ' + l + ', head ' + (h + 1);
       var panel = svg.querySelector('image[data-l="' + l + '"][data-h="' + h + '"]');
       pick.setAttribute('x', Number(panel.getAttribute('x')) - 2);
       pick.setAttribute('y', Number(panel.getAttribute('y')) - 2);

@@ -33,7 +33,8 @@ const MASKED: RGBColor = RGBColor(150, 150, 150);
 /// untrusted notebook, nbconvert's HTML, GitHub); a few KB of inline script add the
 /// interaction: hover a token to keep only its lines, click a token to keep them until the
 /// next click, click a head's colour in the legend to hide or show it, pick one head or all
-/// in a menu, and download what is shown as SVG. A weight of 0 (a masked pair) draws no line,
+/// in a menu, and download what is shown as SVG. Heads are named from 1 ("head 1" is
+/// `heads[0]`), as [`heads_grid`](crate::heads_grid)'s panels are; methods take indices from 0. A weight of 0 (a masked pair) draws no line,
 /// and a query whose every key is masked is greyed and struck through.
 ///
 /// ```
@@ -350,9 +351,9 @@ impl HeadView {
                 fill: self.head_shown(h).then_some(colour),
                 stroke: Some(colour),
                 data: vec![("h", h)],
-                tip: Some(format!("head {h}: click to hide or show")),
+                tip: Some(format!("head {} (heads[{h}]): click to hide or show", h + 1)),
             });
-            let name = format!("head {h}");
+            let name = format!("head {}", h + 1);
             let label = text((x + SWATCH + 4.0, cy), &name, TICK_SIZE, Anchor::Start);
             items.push(label.tagged("alab-head", vec![("h", h)]));
             x += SWATCH + 4.0 + text_size(&name, TICK_SIZE)?.0 as f64 + 14.0;

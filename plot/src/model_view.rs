@@ -52,7 +52,7 @@ pub struct ModelView {
 ///
 /// let attentions = Array4::from_elem((1, 2, 2, 2), 0.5);
 /// let html = model_view(&attentions, &["Thinking", "Machines"]).to_html();
-/// assert!(html.contains("layer 0") && html.contains("head 1"));
+/// assert!(html.contains("layer 0") && html.contains("head 2"));
 /// ```
 pub fn model_view<'a, S: AsRef<str>>(
     attentions: impl Into<ArrayView4<'a, f64>>,
@@ -77,7 +77,7 @@ impl ModelView {
     ///
     /// let attentions = Array4::from_elem((2, 2, 2, 2), 0.5);
     /// let svg = model_view(&attentions, &["a", "b"]).select(1, 1).to_svg()?;
-    /// assert!(svg.contains(">layer 1, head 1<"));
+    /// assert!(svg.contains(">layer 1, head 2<")); // heads are named from 1, as heads_grid does
     /// let err = model_view(&attentions, &["a", "b"]).select(2, 0).to_svg().unwrap_err();
     /// assert_eq!(err.to_string(), "there is no layer 2: they are 0 to 1");
     /// # Ok::<(), PlotError>(())
@@ -109,7 +109,7 @@ impl ModelView {
             shown: Some(vec![self.head]),
             query: None,
             top_k: None,
-            title: Some(format!("layer {}, head {}", self.layer, self.head)),
+            title: Some(format!("layer {}, head {}", self.layer, self.head + 1)),
             png_scale: self.png_scale,
         }
     }
@@ -137,7 +137,7 @@ impl ModelView {
             let x = left + h as f64 * (PANEL + GAP) + PANEL / 2.0;
             items.push(text(
                 (x, y + 8.0),
-                &format!("head {h}"),
+                &format!("head {}", h + 1),
                 TICK_SIZE,
                 Anchor::Middle,
             ));
@@ -160,7 +160,7 @@ impl ModelView {
                     size: (PANEL, PANEL),
                     cells: pooled(&w.to_owned()).mapv(|v| cell_colour(v, 0.0, 1.0)),
                     data: vec![("l", l), ("h", h)],
-                    tip: Some(format!("layer {l}, head {h}: click to open")),
+                    tip: Some(format!("layer {l}, head {}: click to open", h + 1)),
                 });
             }
         }

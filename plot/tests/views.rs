@@ -99,7 +99,7 @@ fn one_line_a_pair_and_head_with_the_weight_as_opacity() {
     assert_eq!(texts(svg_of(&html), "alab-k"), tokens);
     assert_eq!(
         texts(svg_of(&html), "alab-head"),
-        ["head 0", "head 1", "head 2"]
+        ["head 1", "head 2", "head 3"]
     );
 }
 
@@ -196,8 +196,8 @@ fn the_export_shows_the_selection_and_the_notebook_hides_the_rest() {
     assert_eq!(page.len(), 75);
     let shown: Vec<_> = page.iter().filter(|l| !l.hidden).cloned().collect();
     assert_eq!(shown, file);
-    // Only head 2 is in the file's legend.
-    assert_eq!(texts(&view.to_svg().unwrap(), "alab-head"), ["head 2"]);
+    // Only heads[2], named "head 3" as in heads_grid, is in the file's legend.
+    assert_eq!(texts(&view.to_svg().unwrap(), "alab-head"), ["head 3"]);
 }
 
 #[test]
@@ -319,7 +319,7 @@ fn the_model_view_has_a_panel_a_head_and_layer_and_opens_one() {
     for l in &got {
         assert_eq!((l.h, (1 + 2 + l.q) % 4), (2, l.k));
     }
-    assert!(svg.contains(">layer 1, head 2<"));
+    assert!(svg.contains(">layer 1, head 3<"));
     // The script's data: per layer heads x tokens x tokens bytes.
     let weights = doc.root_element().attribute("data-weights").unwrap();
     assert_eq!(weights.split(',').count(), 2);
