@@ -1,6 +1,7 @@
 // End to end, as a person sees it: `attention-lab lab --no-browser` on a free port, notebooks
 // 000 and 003 opened in headless Chromium, Run All, then the page is checked against the
-// outputs stored in the notebooks (NumPy's text, heatmaps as SVG, no error).
+// outputs stored in the notebooks (NumPy's text, heatmaps as SVG, no error), and the first head
+// view is hovered, toggled and downloaded.
 //
 // Usage: ATTENTION_LAB_BIN=/path/to/attention-lab node e2e/lab.test.mjs
 // Screenshots: target/e2e/*.png (relative to the repository).
@@ -26,6 +27,15 @@ if (!bin) {
 const NOTEBOOKS = {
   '000_two_heads_worked_example.ipynb': [2 * 2 * 2],
   '003_column_split_heads.ipynb': [3 * 5 * 5],
+};
+// Each head's weights as the notebook prints them (NumPy's text, rounded to 3 decimals), to
+// check the head view's line opacities against; null where the notebook prints none.
+const PRINTED_WEIGHTS = {
+  '000_two_heads_worked_example.ipynb': (text) => [1, 2].map((h) => {
+    const m = text.match(new RegExp(`Head ${h} - Softmax Attention Weights:([^A-Za-z]*)`));
+    return m ? m[1].match(/-?\d+(\.\d*)?(e[-+]?\d+)?/g).map(Number) : null;
+  }),
+  '003_column_split_heads.ipynb': () => null,
 };
 // The notebook on show (earlier notebooks' panels stay in the page, hidden).
 const PANEL = '.jp-NotebookPanel:not(.lm-mod-hidden)';
@@ -133,7 +143,7 @@ async function runNotebook(page, base, token, name, failures) {
       out: [...el.querySelectorAll('.jp-OutputArea-output')].map((o) => o.textContent).join('\n'),
       stderr: [...el.querySelectorAll('[data-mime-type="application/vnd.jupyter.stderr"]')].map((o) => o.textContent),
       errors: el.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]').length,
-      svgs: [...el.querySelectorAll('.jp-OutputArea-output svg')].map((svg) => [...svg.querySelectorAll('rect')]
+      svgs: [...el.querySelectorAll('.jp-OutputArea-output svg')].filter((svg) => !svg.closest('.alab-view')).map((svg) => [...svg.querySelectorAll('rect')]
         .filter((r) => r.getAttribute('width') === r.getAttribute('height') && r.getAttribute('stroke') === 'none').length),
     })));
     if (cells.length !== expected.length) failures.push(`${name}: page has ${cells.length} cells, notebook ${expected.length}`);
@@ -162,11 +172,69 @@ async function runNotebook(page, base, token, name, failures) {
       await page.waitForTimeout(1000); // cells scrolled into view are drawn on the next frames
       await page.screenshot({ path: path.join(shots, `${stem}-heatmap-${k}.png`) });
     }
+    const printed = PRINTED_WEIGHTS[name](cells.map((c) => c.out).join('\n'));
+    await headView(page, stem, printed, failures);
     // Stop the kernel so the next notebook does not compete with it.
     await menu(page, 'Kernel', 'Shut Down Kernel');
     const confirm = page.locator('.jp-Dialog button.jp-mod-accept');
     await confirm.click({ timeout: 10000 }).catch(() => {});
   }
+}
+
+// The first head view of the notebook, as a teacher uses it: every line shown at first;
+// hovering a query token keeps only its lines (one a key and head, opacities the weights);
+// clicking a head's colour hides that head; the download button saves what is shown.
+async function headView(page, stem, printed, failures) {
+  const view = page.locator(`${PANEL} .alab-view[data-view="head-view"]`).first();
+  if (!(await view.count())) { failures.push(`${stem}: no head view`); return; }
+  await view.scrollIntoViewIfNeeded();
+  await page.waitForTimeout(500);
+  const svg = view.locator('svg.alab-head-view');
+  if (!(await view.locator('.alab-bar select.alab-heads').count())) failures.push(`${stem}: the head view's script did not run`);
+  const shown = () => svg.evaluate((s) => [...s.querySelectorAll('line[data-h]')]
+    .filter((l) => getComputedStyle(l).display !== 'none')
+    .map((l) => ({ h: +l.dataset.h, q: +l.dataset.q, k: +l.dataset.k, o: +l.getAttribute('stroke-opacity') })));
+  const heads = await svg.locator('rect[data-h]').count();
+  const queries = await svg.locator('text.alab-q').count();
+  const keys = await svg.locator('text.alab-k').count();
+  const before = await shown();
+  if (before.length !== heads * queries * keys) failures.push(`${stem}: ${before.length} lines shown at first, expected ${heads * queries * keys}`);
+  await page.screenshot({ path: path.join(shots, `${stem}-head-view-before.png`) });
+
+  const q = queries - 1;
+  await svg.locator(`text.alab-q[data-q="${q}"]`).hover();
+  const hovered = await shown();
+  if (hovered.length !== heads * keys || hovered.some((l) => l.q !== q)) {
+    failures.push(`${stem}: hovering query ${q} shows ${JSON.stringify(hovered)}, expected its ${heads * keys} lines only`);
+  }
+  if (printed) {
+    for (const l of hovered) {
+      const w = printed[l.h] && printed[l.h][l.q * keys + l.k];
+      if (w === undefined || Math.abs(l.o - w) > 0.0015) failures.push(`${stem}: line ${JSON.stringify(l)} against printed weight ${w}`);
+    }
+  }
+  await page.screenshot({ path: path.join(shots, `${stem}-head-view-hover.png`) });
+  await page.mouse.move(5, 5);
+  const left = await shown();
+  if (left.length !== before.length) failures.push(`${stem}: ${left.length} lines after the mouse left, expected ${before.length}`);
+
+  await svg.locator('rect[data-h="0"]').click();
+  const toggled = await shown();
+  if (toggled.length !== (heads - 1) * queries * keys || toggled.some((l) => l.h === 0)) {
+    failures.push(`${stem}: after hiding head 1, ${toggled.length} lines shown, expected ${(heads - 1) * queries * keys} without heads[0]'s`);
+  }
+  await page.screenshot({ path: path.join(shots, `${stem}-head-view-toggled.png`) });
+  const [download] = await Promise.all([
+    page.waitForEvent('download', { timeout: 10000 }),
+    view.locator('button.alab-download').click(),
+  ]);
+  const file = path.join(shots, `${stem}-head-view.svg`);
+  await download.saveAs(file);
+  const saved = fs.readFileSync(file, 'utf8');
+  const savedLines = (saved.match(/<line [^>]*data-h=/g) || []).length;
+  if (!saved.startsWith('<svg') || savedLines !== toggled.length) failures.push(`${stem}: the downloaded SVG has ${savedLines} lines, the view shows ${toggled.length}`);
+  await svg.locator('rect[data-h="0"]').click();
+  if ((await shown()).length !== before.length) failures.push(`${stem}: showing head 1 again did not bring its lines back`);
 }
 
 async function main() {
