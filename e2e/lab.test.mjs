@@ -1,7 +1,7 @@
 // End to end, as a person sees it: `attention-lab lab --no-browser` on a free port, notebooks
-// 000 and 003 opened in headless Chromium, Run All, then the page is checked against the
-// outputs stored in the notebooks (NumPy's text, heatmaps as SVG, no error), and the first head
-// view is hovered, toggled and downloaded.
+// 000, 003 and 008 opened in headless Chromium, Run All, then the page is checked against the
+// outputs stored in the notebooks (NumPy's text, heatmaps as SVG, no error); the first head
+// view is hovered, toggled and downloaded, and 008's model view opens a panel.
 //
 // Usage: ATTENTION_LAB_BIN=/path/to/attention-lab node e2e/lab.test.mjs
 // Screenshots: target/e2e/*.png (relative to the repository).
@@ -27,6 +27,8 @@ if (!bin) {
 const NOTEBOOKS = {
   '000_two_heads_worked_example.ipynb': [2 * 2 * 2],
   '003_column_split_heads.ipynb': [3 * 5 * 5],
+  // 13 tokens: three layer grids of 12 heads, then three single heads.
+  '008_attention_in_a_real_model.ipynb': [...Array(3).fill(12 * 13 * 13), ...Array(3).fill(13 * 13)],
 };
 // Each head's weights as the notebook prints them (NumPy's text, rounded to 3 decimals), to
 // check the head view's line opacities against; null where the notebook prints none.
@@ -36,6 +38,7 @@ const PRINTED_WEIGHTS = {
     return m ? m[1].match(/-?\d+(\.\d*)?(e[-+]?\d+)?/g).map(Number) : null;
   }),
   '003_column_split_heads.ipynb': () => null,
+  '008_attention_in_a_real_model.ipynb': () => null,
 };
 // The notebook on show (earlier notebooks' panels stay in the page, hidden).
 const PANEL = '.jp-NotebookPanel:not(.lm-mod-hidden)';
@@ -173,7 +176,8 @@ async function runNotebook(page, base, token, name, failures) {
       await page.screenshot({ path: path.join(shots, `${stem}-heatmap-${k}.png`) });
     }
     const printed = PRINTED_WEIGHTS[name](cells.map((c) => c.out).join('\n'));
-    await headView(page, stem, printed, failures);
+    if (await page.locator(`${PANEL} .alab-view[data-view="model-view"]`).count()) await modelView(page, stem, failures);
+    else await headView(page, stem, printed, failures);
     // Stop the kernel so the next notebook does not compete with it.
     await menu(page, 'Kernel', 'Shut Down Kernel');
     const confirm = page.locator('.jp-Dialog button.jp-mod-accept');
@@ -235,6 +239,32 @@ async function headView(page, stem, printed, failures) {
   if (!saved.startsWith('<svg') || savedLines !== toggled.length) failures.push(`${stem}: the downloaded SVG has ${savedLines} lines, the view shows ${toggled.length}`);
   await svg.locator('rect[data-h="0"]').click();
   if ((await shown()).length !== before.length) failures.push(`${stem}: showing head 1 again did not bring its lines back`);
+}
+
+// The model view: a click on a panel opens that layer and head in the head view below it.
+async function modelView(page, stem, failures) {
+  const view = page.locator(`${PANEL} .alab-view[data-view="model-view"]`).first();
+  await view.scrollIntoViewIfNeeded();
+  const svg = view.locator('svg.alab-model-view');
+  const shown = () => svg.evaluate((s) => [...s.querySelectorAll('line[data-h]')]
+    .filter((l) => getComputedStyle(l).display !== 'none')
+    .map((l) => ({ h: +l.dataset.h, q: +l.dataset.q })));
+  const panels = await svg.locator('image[data-l]').count();
+  const layers = Number(await svg.getAttribute('data-layers'));
+  const heads = Number(await svg.getAttribute('data-heads'));
+  const n = Number(await svg.getAttribute('data-tokens'));
+  if (panels !== layers * heads) failures.push(`${stem}: ${panels} panels for ${layers} layers x ${heads} heads`);
+  await svg.locator('image[data-l="1"][data-h="7"]').click();
+  const opened = await shown();
+  const title = await svg.locator('text.alab-title').textContent();
+  if (title !== 'layer 1, head 8' || !opened.length || opened.length > n * n || opened.some((l) => l.h !== 7)) {
+    failures.push(`${stem}: after a click on layer 1, head 8: title ${JSON.stringify(title)}, ${opened.length} lines of heads ${[...new Set(opened.map((l) => l.h))]}`);
+  }
+  await page.screenshot({ path: path.join(shots, `${stem}-model-view-opened.png`) });
+  await svg.locator('text.alab-q[data-q="2"]').hover();
+  const hovered = await shown();
+  if (!hovered.length || hovered.some((l) => l.q !== 2)) failures.push(`${stem}: hovering query 2 in the opened head shows ${JSON.stringify(hovered.slice(0, 5))}`);
+  await page.mouse.move(5, 5);
 }
 
 async function main() {

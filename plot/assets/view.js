@@ -55,7 +55,8 @@
     swatches.forEach(function (r) { option(String(num(r, 'h')), 'head ' + (num(r, 'h') + 1)); });
     option('', 'some heads');
     div.appendChild(menu);
-    button(div, 'download SVG', function () { download(svg, 'head_view.svg'); });
+    var file = svg.classList.contains('alab-model-view') ? 'model_view.svg' : 'head_view.svg';
+    button(div, 'download SVG', function () { download(svg, file); });
 
     function show() {
       var focus = hover || pinned;
