@@ -351,7 +351,10 @@ impl HeadView {
                 fill: self.head_shown(h).then_some(colour),
                 stroke: Some(colour),
                 data: vec![("h", h)],
-                tip: Some(format!("head {} (heads[{h}]): click to hide or show", h + 1)),
+                tip: Some(format!(
+                    "head {} (heads[{h}]): click to hide or show",
+                    h + 1
+                )),
             });
             let name = format!("head {}", h + 1);
             let label = text((x + SWATCH + 4.0, cy), &name, TICK_SIZE, Anchor::Start);
