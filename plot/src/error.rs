@@ -94,6 +94,13 @@ pub enum PlotError {
     },
     /// [`HeadView::top_k`](crate::HeadView::top_k) was given 0.
     ZeroTopK,
+    /// A PNG would have more than 50 million pixels (150 MB before compression).
+    TooLarge {
+        /// Its width in pixels.
+        width: u64,
+        /// Its height in pixels.
+        height: u64,
+    },
     /// plotters could not draw (this should not happen).
     Draw(String),
     /// The PNG encoder failed (this should not happen).
@@ -167,6 +174,11 @@ impl fmt::Display for PlotError {
                 _ => write!(f, "there is no {what} {index}: they are 0 to {}", len - 1),
             },
             PlotError::ZeroTopK => write!(f, "top_k must be at least 1"),
+            PlotError::TooLarge { width, height } => write!(
+                f,
+                "a PNG of {width}x{height} pixels is more than 50 million pixels: lower \
+                 png_scale, or draw fewer tokens"
+            ),
             PlotError::Draw(m) => write!(f, "cannot draw the figure: {m}"),
             PlotError::Encode(m) => write!(f, "cannot encode the PNG: {m}"),
             PlotError::Write { path, source } => {

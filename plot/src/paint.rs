@@ -22,6 +22,9 @@ use crate::neuron_view::NeuronView;
 use crate::scene::{Anchor, Item, Scene};
 use crate::values::{format_value, ticks};
 
+/// The most pixels a PNG may have (its RGB buffer is 3 bytes a pixel).
+const MAX_PNG_PIXELS: u64 = 50_000_000;
+
 /// The colour bar is drawn as this many strips of one colour each.
 const BAR_STRIPS: i32 = 64;
 
@@ -136,7 +139,12 @@ pub(crate) fn to_png<P: Picture>(picture: &P) -> Result<Vec<u8>, PlotError> {
     let lay = picture.layout()?;
     let zoom = picture.png_scale();
     let (w, h) = P::size_of(&lay);
-    let (w, h) = (w * zoom, h * zoom);
+    let (width, height) = (w as u64 * zoom as u64, h as u64 * zoom as u64);
+    // The RGB buffer is allocated whole: refuse what would exhaust memory.
+    if width * height > MAX_PNG_PIXELS {
+        return Err(PlotError::TooLarge { width, height });
+    }
+    let (w, h) = (width as u32, height as u32);
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();

@@ -397,3 +397,26 @@ fn views_are_written_atomically_and_errors_name_the_file() {
         dir.path().join("no/such/heads.svg").display()
     )));
 }
+
+#[test]
+fn a_very_long_input_draws_as_svg_and_refuses_a_png_that_would_exhaust_memory() {
+    let n = 3000;
+    let weights = Array3::from_shape_fn(
+        (1, n, n),
+        |(_, q, k)| if k <= q { 1.0 / (q + 1) as f64 } else { 0.0 },
+    );
+    let tokens: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
+    let view = head_view_weights(&weights, &tokens);
+    let svg = view.to_svg().unwrap();
+    assert!(lines(&svg).len() <= 12_000);
+    let err = view.to_png().unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("is more than 50 million pixels: lower png_scale, or draw fewer tokens"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.png");
+    assert!(view.save_png(&path).is_err());
+    assert!(!path.exists(), "nothing is written");
+}
