@@ -126,6 +126,25 @@ async function runNotebook(page, base, token, name, failures) {
     // `lab` turns JupyterLab's news question off: no pop-up over the notebook a class sees.
     const news = await page.getByText('official Jupyter news').count();
     if (news) failures.push(`${name}: the "official Jupyter news" pop-up is shown`);
+    // The stored outputs are untrusted: JupyterLab runs no script in them, yet the views'
+    // pictures (SVG drawn in Rust) are there, lines included.
+    const stored = await page.evaluate((panel) => {
+      const drawn = (sel) => [...document.querySelectorAll(`${panel} ${sel}`)].filter((i) => i.complete && i.naturalWidth > 0).length;
+      return {
+        views: document.querySelectorAll(`${panel} .alab-view`).length,
+        pictures: drawn('.alab-view img.alab-picture'),
+        figures: drawn('img.alab-figure'),
+        live: document.querySelectorAll(`${panel} .alab-view svg, ${panel} .alab-view .alab-bar`).length,
+      };
+    }, PANEL);
+    if (!stored.views || stored.pictures !== stored.views || !stored.figures || stored.live) {
+      failures.push(`${name}: untrusted stored outputs ${JSON.stringify(stored)}: expected every view and heatmap drawn, no script run`);
+    }
+    if (stored.views) {
+      await page.locator(`${PANEL} .alab-view`).first().scrollIntoViewIfNeeded();
+      await page.waitForTimeout(500);
+      await page.screenshot({ path: path.join(shots, `${name.replace(/\.ipynb$/, '')}-untrusted.png`) });
+    }
     await menu(page, 'Edit', 'Clear Outputs of All Cells');
     const leftover = await page.locator(`${PANEL} .jp-OutputArea-output`).count();
     if (leftover) failures.push(`${name}: ${leftover} outputs left after clearing`);
@@ -146,8 +165,13 @@ async function runNotebook(page, base, token, name, failures) {
       out: [...el.querySelectorAll('.jp-OutputArea-output')].map((o) => o.textContent).join('\n'),
       stderr: [...el.querySelectorAll('[data-mime-type="application/vnd.jupyter.stderr"]')].map((o) => o.textContent),
       errors: el.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]').length,
-      svgs: [...el.querySelectorAll('.jp-OutputArea-output svg')].filter((svg) => !svg.closest('.alab-view')).map((svg) => [...svg.querySelectorAll('rect')]
-        .filter((r) => r.getAttribute('width') === r.getAttribute('height') && r.getAttribute('stroke') === 'none').length),
+      // Heatmaps are images of their SVG (what untrusted output keeps): read the SVG back.
+      svgs: [...el.querySelectorAll('.jp-OutputArea-output img.alab-figure')].map((img) => {
+        const bytes = Uint8Array.from(atob(img.getAttribute('src').split(',')[1]), (c) => c.charCodeAt(0));
+        const svg = new DOMParser().parseFromString(new TextDecoder().decode(bytes), 'image/svg+xml');
+        return [...svg.querySelectorAll('rect')]
+          .filter((r) => r.getAttribute('width') === r.getAttribute('height') && r.getAttribute('stroke') === 'none').length;
+      }),
     })));
     if (cells.length !== expected.length) failures.push(`${name}: page has ${cells.length} cells, notebook ${expected.length}`);
     const svgCounts = [];

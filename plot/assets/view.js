@@ -5,6 +5,12 @@
   if (!root || root.getAttribute('data-ready')) return;
   root.setAttribute('data-ready', '1');
   var NS = 'http://www.w3.org/2000/svg';
+  // The picture arrives as an <img> of the SVG (what untrusted output keeps); make it live.
+  Array.prototype.slice.call(root.querySelectorAll('img.alab-picture')).forEach(function (img) {
+    var bytes = Uint8Array.from(atob(img.getAttribute('src').split(',')[1]), function (c) { return c.charCodeAt(0); });
+    var doc = new DOMParser().parseFromString(new TextDecoder().decode(bytes), 'image/svg+xml');
+    img.parentNode.replaceChild(document.importNode(doc.documentElement, true), img);
+  });
   var num = function (el, name) { return Number(el.getAttribute('data-' + name)); };
   var all = function (el, sel) { return Array.prototype.slice.call(el.querySelectorAll(sel)); };
 

@@ -70,9 +70,10 @@ pub struct HeadView {
 /// let x = array![[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 2.0]];
 /// let w = Array2::<f64>::eye(4);
 /// let out = MultiHead::split(&w, &w, &w, 2, None)?.forward(&x)?;
-/// let html = head_view(&out, &["Thinking", "Machines"]).to_html();
-/// assert!(html.contains("Thinking") && html.contains("<script>"));
-/// # Ok::<(), AttentionError>(())
+/// let view = head_view(&out, &["Thinking", "Machines"]);
+/// assert!(view.to_svg()?.contains(">Thinking</text>"));
+/// assert!(view.to_html().contains("<script>")); // the picture, then the script
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn head_view<S: AsRef<str>>(out: &MultiHeadOutput, tokens: &[S]) -> HeadView {
     let weights = out.heads.iter().map(|h| h.weights.clone()).collect();

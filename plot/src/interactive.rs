@@ -1,14 +1,15 @@
 //! The interactive views in a notebook: each view's SVG (drawn in Rust, so it shows without
-//! scripts) inside one `<div>` with a few KB of inline style and script that add hovering,
-//! clicking and the SVG download. No CDN, no require.js, no JupyterLab extension, no ids: the
-//! script finds its view as its own parent, so views in one notebook do not meet.
+//! scripts, carried as an `<img>` that untrusted output keeps) inside one `<div>` with a few KB
+//! of inline style and script that make the picture live SVG again and add hovering, clicking
+//! and the SVG download. No CDN, no require.js, no JupyterLab extension, no ids: the script
+//! finds its view as its own parent, so views in one notebook do not meet.
 
 use crate::error::PlotError;
 use crate::head_view::HeadView;
 use crate::model_view::ModelView;
 use crate::neuron_view::NeuronView;
 use crate::paint::error_svg;
-use crate::scene::Scene;
+use crate::scene::{svg_img, Scene};
 
 const STYLE: &str = include_str!("../assets/view.css");
 const SCRIPT: &str = include_str!("../assets/view.js");
@@ -17,8 +18,12 @@ const SCRIPT: &str = include_str!("../assets/view.js");
 fn html(kind: &str, scene: Result<Scene, PlotError>) -> String {
     match scene {
         Ok(scene) => format!(
-            "<div class=\"alab-view\" data-view=\"{kind}\">\n<style>{STYLE}</style>\n{}<script>{SCRIPT}</script>\n</div>\n",
-            scene.to_svg(Some(&format!("alab-{kind}")))
+            "<div class=\"alab-view\" data-view=\"{kind}\">\n<style>{STYLE}</style>\n{}\n<script>{SCRIPT}</script>\n</div>\n",
+            svg_img(
+                &scene.to_svg(Some(&format!("alab-{kind}"))),
+                "alab-picture",
+                &kind.replace('-', " ")
+            )
         ),
         Err(e) => error_svg(&e.to_string()),
     }

@@ -51,8 +51,9 @@ pub struct ModelView {
 /// use attention_lab_plot::*;
 ///
 /// let attentions = Array4::from_elem((1, 2, 2, 2), 0.5);
-/// let html = model_view(&attentions, &["Thinking", "Machines"]).to_html();
-/// assert!(html.contains("layer 0") && html.contains("head 2"));
+/// let svg = model_view(&attentions, &["Thinking", "Machines"]).to_svg()?;
+/// assert!(svg.contains(">layer 0<") && svg.contains(">head 2<"));
+/// # Ok::<(), PlotError>(())
 /// ```
 pub fn model_view<'a, S: AsRef<str>>(
     attentions: impl Into<ArrayView4<'a, f64>>,

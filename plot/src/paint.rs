@@ -19,7 +19,7 @@ use crate::layout::{Layout, LinesLayout, BAR_WIDTH, GAP, MARGIN, SAMPLE_LENGTH, 
 use crate::lines::LinePlot;
 use crate::model_view::ModelView;
 use crate::neuron_view::NeuronView;
-use crate::scene::{Anchor, Item, Scene};
+use crate::scene::{svg_img, Anchor, Item, Scene};
 use crate::values::{format_value, ticks};
 
 /// The most pixels a PNG may have (its RGB buffer is 3 bytes a pixel).
@@ -82,9 +82,10 @@ impl Figure {
 
     /// Shows the figure in an evcxr Jupyter notebook (evcxr calls this for a cell's value).
     ///
-    /// Prints the SVG as `text/html`: inline SVG renders in Jupyter Notebook, JupyterLab and
-    /// VS Code, and still shows when a saved notebook is reopened untrusted (JupyterLab
-    /// refuses untrusted `image/svg+xml` outputs but keeps sanitised HTML, SVG included).
+    /// Prints `text/html` holding an `<img>` whose source is the SVG (a `data:` URI): it
+    /// renders in Jupyter Notebook, JupyterLab and VS Code, and still shows when a saved
+    /// notebook is reopened untrusted (JupyterLab 4 then refuses `image/svg+xml` outputs and
+    /// strips `<svg>` elements from HTML, but keeps images with `data:` sources).
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -164,11 +165,12 @@ pub(crate) fn to_png<P: Picture>(picture: &P) -> Result<Vec<u8>, PlotError> {
     Ok(bytes)
 }
 
-/// Prints the picture's SVG as evcxr's `text/html` content.
+/// Prints the picture's SVG as evcxr's `text/html` content: an `<img>` of the SVG, which
+/// JupyterLab still shows when the notebook is reopened untrusted.
 pub(crate) fn evcxr_display<P: Picture>(picture: &P) {
     println!(
         "EVCXR_BEGIN_CONTENT text/html\n{}\nEVCXR_END_CONTENT",
-        to_svg(picture).trim_end()
+        svg_img(&to_svg(picture), "alab-figure", "figure")
     );
 }
 

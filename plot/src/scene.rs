@@ -279,6 +279,21 @@ fn write_item(out: &mut String, item: &Item) {
     }
 }
 
+/// An SVG document as an `<img>` whose source is the SVG itself in a `data:` URI.
+///
+/// Why not the `<svg>` element inline: JupyterLab 4 sanitises the HTML of untrusted outputs
+/// (every notebook reopened from disk) and removes `<svg>` elements, leaving their text as
+/// loose words; it keeps `<img>` with `data:` sources. The views' script turns the image back
+/// into the live SVG in trusted output.
+pub(crate) fn svg_img(svg: &str, class: &str, alt: &str) -> String {
+    use base64::Engine as _;
+    format!(
+        "<img class=\"{class}\" alt=\"{}\" src=\"data:image/svg+xml;base64,{}\"/>",
+        html::escape(alt).replace('"', "&quot;"),
+        base64::engine::general_purpose::STANDARD.encode(svg.trim_end())
+    )
+}
+
 /// The cells as a PNG (one pixel a cell) in a `data:` URI; the browser scales it up.
 fn png_data_uri(cells: &ndarray::Array2<RGBColor>) -> String {
     use base64::Engine as _;

@@ -423,7 +423,7 @@ fn figures_that_cannot_be_drawn_are_errors_and_show_why() {
 }
 
 #[test]
-fn evcxr_display_prints_the_svg_as_html_between_evcxr_markers() {
+fn evcxr_display_prints_the_svg_as_an_html_image_between_evcxr_markers() {
     if std::env::var_os("PLOT_TEST_EVCXR_CHILD").is_some() {
         heatmap(&array![[0.25, 0.75]])
             .col_labels(&["a", "b"])
@@ -434,7 +434,7 @@ fn evcxr_display_prints_the_svg_as_html_between_evcxr_markers() {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "evcxr_display_prints_the_svg_as_html_between_evcxr_markers",
+            "evcxr_display_prints_the_svg_as_an_html_image_between_evcxr_markers",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -443,12 +443,16 @@ fn evcxr_display_prints_the_svg_as_html_between_evcxr_markers() {
         .unwrap();
     assert!(out.status.success());
     let stdout = String::from_utf8(out.stdout).unwrap();
-    let start = stdout
-        .find("EVCXR_BEGIN_CONTENT text/html\n<svg")
-        .expect(&stdout);
-    let end = stdout.find("</svg>\nEVCXR_END_CONTENT\n").expect(&stdout);
-    let svg = &stdout[start + "EVCXR_BEGIN_CONTENT text/html\n".len()..end + "</svg>".len()];
-    let svg = parse(svg);
+    // An <img> whose data: source is the SVG: what JupyterLab keeps in untrusted output.
+    let head = "EVCXR_BEGIN_CONTENT text/html\n<img class=\"alab-figure\" alt=\"figure\" \
+                src=\"data:image/svg+xml;base64,";
+    let start = stdout.find(head).expect(&stdout) + head.len();
+    let end = stdout.find("\"/>\nEVCXR_END_CONTENT\n").expect(&stdout);
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&stdout[start..end])
+        .unwrap();
+    let svg = parse(&String::from_utf8(bytes).unwrap());
     assert_eq!(cells(&svg).len(), 2);
     assert!(svg.texts.iter().any(|s| s == "0.75"));
 }

@@ -44,11 +44,18 @@ fn texts(svg: &str, class: &str) -> Vec<String> {
         .collect()
 }
 
-/// The SVG element of a view's HTML (which is the SVG, a style before it and a script after).
-fn svg_of(html: &str) -> &str {
-    let start = html.find("<svg").expect("the HTML holds an SVG");
-    let end = html.find("</svg>").unwrap() + "</svg>".len();
-    &html[start..end]
+/// The SVG of a view's HTML: a style, an `<img>` whose `data:` source is the SVG, a script.
+fn svg_of(html: &str) -> String {
+    use base64::Engine as _;
+    let marker = "<img class=\"alab-picture\" alt=\"";
+    let start = html.find(marker).expect("the HTML holds the picture");
+    let src = "src=\"data:image/svg+xml;base64,";
+    let from = start + html[start..].find(src).unwrap() + src.len();
+    let to = from + html[from..].find('"').unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&html[from..to])
+        .unwrap();
+    String::from_utf8(bytes).unwrap()
 }
 
 /// Notebook 000's layer: two heads over "Thinking Machines".
@@ -84,7 +91,7 @@ fn one_line_a_pair_and_head_with_the_weight_as_opacity() {
     let out = layer_random(5, 3);
     let tokens = ["x1", "x2", "x3", "x4", "x5"];
     let html = head_view(&out, &tokens).to_html();
-    let got = lines(svg_of(&html));
+    let got = lines(&svg_of(&html));
     assert_eq!(got.len(), 3 * 5 * 5);
     for l in &got {
         let w = out.heads[l.h].weights[[l.q, l.k]];
@@ -95,10 +102,10 @@ fn one_line_a_pair_and_head_with_the_weight_as_opacity() {
     let mut keys: Vec<_> = got.iter().map(|l| (l.h, l.q, l.k)).collect();
     keys.dedup();
     assert_eq!(keys.len(), 75);
-    assert_eq!(texts(svg_of(&html), "alab-q"), tokens);
-    assert_eq!(texts(svg_of(&html), "alab-k"), tokens);
+    assert_eq!(texts(&svg_of(&html), "alab-q"), tokens);
+    assert_eq!(texts(&svg_of(&html), "alab-k"), tokens);
     assert_eq!(
-        texts(svg_of(&html), "alab-head"),
+        texts(&svg_of(&html), "alab-head"),
         ["head 1", "head 2", "head 3"]
     );
 }
@@ -126,16 +133,18 @@ fn token_text_is_text_never_markup() {
         "naïve 東京 🙂",
     ];
     let view = head_view_weights(&weights, &tokens);
-    for svg in [view.to_svg().unwrap(), svg_of(&view.to_html()).to_string()] {
+    for svg in [view.to_svg().unwrap(), svg_of(&view.to_html())] {
         assert_eq!(texts(&svg, "alab-q"), tokens);
         assert_eq!(texts(&svg, "alab-k"), tokens);
         let doc = roxmltree::Document::parse(&svg).unwrap();
         assert!(!doc.descendants().any(|n| n.has_tag_name("script")));
     }
-    // The one script is the view's own, after the SVG.
+    // The one script is the view's own, after the picture; the tokens are nowhere in the
+    // HTML itself (they travel inside the picture's data: URI).
     let html = view.to_html();
     assert_eq!(html.matches("<script>").count(), 1);
-    assert!(html.find("<script>").unwrap() > html.find("</svg>").unwrap());
+    assert!(html.find("<script>").unwrap() > html.find("alab-picture").unwrap());
+    assert!(!html.contains("alert(1)"));
 }
 
 #[test]
@@ -192,7 +201,7 @@ fn the_export_shows_the_selection_and_the_notebook_hides_the_rest() {
     assert_eq!(file.len(), 5);
     assert!(file.iter().all(|l| l.h == 2 && l.q == 1));
     let html = view.to_html();
-    let page = lines(svg_of(&html));
+    let page = lines(&svg_of(&html));
     assert_eq!(page.len(), 75);
     let shown: Vec<_> = page.iter().filter(|l| !l.hidden).cloned().collect();
     assert_eq!(shown, file);
@@ -299,7 +308,7 @@ fn the_model_view_has_a_panel_a_head_and_layer_and_opens_one() {
     let tokens = ["a", "b", "c", "d"];
     let view = model_view(&attentions, &tokens).select(1, 2);
     let html = view.to_html();
-    let svg = svg_of(&html);
+    let svg = &svg_of(&html);
     let doc = roxmltree::Document::parse(svg).unwrap();
     let panels: Vec<(usize, usize)> = doc
         .descendants()
@@ -366,7 +375,8 @@ fn the_neuron_view_writes_the_lessons_steps() {
     }
     // The notebook holds every query, the others hidden.
     let html = neuron_view(&out, 1, &["a", "b", "c"]).query(2).to_html();
-    let doc = roxmltree::Document::parse(svg_of(&html)).unwrap();
+    let svg = svg_of(&html);
+    let doc = roxmltree::Document::parse(&svg).unwrap();
     let groups: Vec<bool> = doc
         .descendants()
         .filter(|n| n.attribute("class") == Some("alab-neuron-q"))
