@@ -219,6 +219,10 @@ async function headView(page, stem, printed, failures) {
   await page.waitForTimeout(500);
   const svg = view.locator('svg.alab-head-view');
   if (!(await view.locator('.alab-bar select.alab-heads').count())) failures.push(`${stem}: the head view's script did not run`);
+  // Each view's script made its own view live, once, and no other.
+  const counts = await page.evaluate((panel) => [...document.querySelectorAll(`${panel} .alab-view`)]
+    .map((v) => v.querySelectorAll(':scope > .alab-bar').length + v.querySelectorAll(':scope > img').length * 10), PANEL);
+  if (counts.some((c) => c !== 1)) failures.push(`${stem}: toolbars and images per view ${JSON.stringify(counts)}, expected one toolbar each and no image left`);
   const shown = () => svg.evaluate((s) => [...s.querySelectorAll('line[data-h]')]
     .filter((l) => getComputedStyle(l).display !== 'none')
     .map((l) => ({ h: +l.dataset.h, q: +l.dataset.q, k: +l.dataset.k, o: +l.getAttribute('stroke-opacity') })));
