@@ -99,16 +99,36 @@ fn alive(pid: u32) -> bool {
     })
 }
 
+/// Kills `lab` and everything below it when a failing test unwinds, so it leaves nothing
+/// running (a passing test has seen them end).
+struct Reaper(u32);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let mut pids = process::descendants_of(self.0);
+        pids.push(self.0);
+        process::signal_all(&pids, libc::SIGKILL);
+    }
+}
+
 fn stops_everything_on(signal: i32) {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let (mut lab, url) = start_lab(port, dir.path());
+    let _reaper = Reaper(lab.id());
     start_kernel(port, &url);
     // JupyterLab and the kernel it started (`attention-lab kernel serve`), below `lab`.
     let started = Instant::now();
     let tree = loop {
         let tree = descendants(lab.id());
-        if tree.iter().any(|(_, cmd)| cmd.contains("kernel serve")) {
+        // `kernel serve` soon re-executes itself as `attention-lab --control_file FILE`.
+        if tree
+            .iter()
+            .any(|(_, cmd)| cmd.contains("kernel serve") || cmd.contains("--control_file"))
+        {
             break tree;
         }
         assert!(
