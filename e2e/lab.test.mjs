@@ -282,6 +282,12 @@ async function modelView(page, stem, failures) {
   const heads = Number(await svg.getAttribute('data-heads'));
   const n = Number(await svg.getAttribute('data-tokens'));
   if (panels !== layers * heads) failures.push(`${stem}: ${panels} panels for ${layers} layers x ${heads} heads`);
+  // At first the picked layer's every head has its lines, only the picked head's shown.
+  const first = await svg.evaluate((s) => [...new Set([...s.querySelectorAll('line[data-h]')].map((l) => l.dataset.h))].length);
+  const firstShown = await shown();
+  if (first !== heads || !firstShown.length || firstShown.some((l) => l.h !== firstShown[0].h)) {
+    failures.push(`${stem}: at first the model view has lines of ${first} heads (expected ${heads}), ${firstShown.length} shown`);
+  }
   await svg.locator('image[data-l="1"][data-h="7"]').click();
   const opened = await shown();
   const title = await svg.locator('text.alab-title').textContent();

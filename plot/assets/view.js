@@ -9,6 +9,8 @@
   Array.prototype.slice.call(root.querySelectorAll('img.alab-picture')).forEach(function (img) {
     var bytes = Uint8Array.from(atob(img.getAttribute('src').split(',')[1]), function (c) { return c.charCodeAt(0); });
     var doc = new DOMParser().parseFromString(new TextDecoder().decode(bytes), 'image/svg+xml');
+    // Should the SVG not parse, the image stays: a picture without interaction.
+    if (doc.documentElement.nodeName !== 'svg') return;
     img.parentNode.replaceChild(document.importNode(doc.documentElement, true), img);
   });
   var num = function (el, name) { return Number(el.getAttribute('data-' + name)); };
@@ -25,6 +27,7 @@
   function download(svg, name) {
     var copy = svg.cloneNode(true);
     all(copy, '[display="none"]').forEach(function (el) { el.parentNode.removeChild(el); });
+    copy.removeAttribute('data-weights');
     var text = new XMLSerializer().serializeToString(copy);
     var a = document.createElement('a');
     a.href = URL.createObjectURL(new Blob([text], { type: 'image/svg+xml' }));
@@ -60,6 +63,7 @@
     option('all', 'all heads');
     swatches.forEach(function (r) { option(String(num(r, 'h')), 'head ' + (num(r, 'h') + 1)); });
     option('', 'some heads');
+    var some = menu.lastChild;
     div.appendChild(menu);
     var file = svg.classList.contains('alab-model-view') ? 'model_view.svg' : 'head_view.svg';
     button(div, 'download SVG', function () { download(svg, file); });
@@ -73,6 +77,7 @@
       swatches.forEach(function (r) { r.setAttribute('fill', shown[num(r, 'h')] ? r.getAttribute('stroke') : 'none'); });
       var on = swatches.filter(function (r) { return shown[num(r, 'h')]; });
       menu.value = on.length === swatches.length ? 'all' : on.length === 1 ? String(num(on[0], 'h')) : '';
+      some.textContent = on.length ? 'some heads' : 'no heads';
     }
     var token = function (e) { return e.target.closest && e.target.closest('text.alab-q, text.alab-k'); };
     var side = function (t) { return t.classList.contains('alab-q') ? { side: 'q', i: num(t, 'q') } : { side: 'k', i: num(t, 'k') }; };
@@ -85,10 +90,11 @@
       if (t) { var s = side(t); pinned = pinned && pinned.side === s.side && pinned.i === s.i ? null : s; show(); }
     });
     menu.addEventListener('change', function () {
-      if (menu.value === '') return;
+      if (menu.value === '') { show(); return; }
       Object.keys(shown).forEach(function (h) { shown[h] = menu.value === 'all' || menu.value === h; });
       show();
     });
+    show();
     return {
       show: show,
       only: function (h) { Object.keys(shown).forEach(function (k) { shown[k] = Number(k) === h; }); pinned = null; show(); },
@@ -97,6 +103,7 @@
 
   // The model view: a click on a panel draws that layer's lines in the head view below.
   function modelView(svg, view) {
+    if (!svg.hasAttribute('data-weights')) return; // too large to carry: the picked panel only
     var layers = svg.getAttribute('data-weights').split(',');
     var heads = num(svg, 'heads'), n = num(svg, 'tokens');
     var x1 = num(svg, 'x1'), x2 = num(svg, 'x2'), top = num(svg, 'top'), row = num(svg, 'row');
@@ -134,6 +141,8 @@
       var p = e.target.closest && e.target.closest('image[data-l]');
       if (p) open(num(p, 'l'), num(p, 'h'));
     });
+    // Every head's lines of the picked layer, the picked head shown.
+    open(num(svg, 'layer'), num(svg, 'head'));
   }
 
   // The neuron view: a menu picks the query token.

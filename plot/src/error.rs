@@ -94,6 +94,13 @@ pub enum PlotError {
     },
     /// [`HeadView::top_k`](crate::HeadView::top_k) was given 0.
     ZeroTopK,
+    /// The model view was given weights with other key than query counts (cross-attention).
+    NotSelfAttention {
+        /// Queries.
+        queries: usize,
+        /// Keys.
+        keys: usize,
+    },
     /// A PNG would have more than 50 million pixels (150 MB before compression).
     TooLarge {
         /// Its width in pixels.
@@ -174,6 +181,11 @@ impl fmt::Display for PlotError {
                 _ => write!(f, "there is no {what} {index}: they are 0 to {}", len - 1),
             },
             PlotError::ZeroTopK => write!(f, "top_k must be at least 1"),
+            PlotError::NotSelfAttention { queries, keys } => write!(
+                f,
+                "the model view draws self-attention (as many keys as queries), but the \
+                 weights have {queries} queries and {keys} keys; use head_view with .keys()"
+            ),
             PlotError::TooLarge { width, height } => write!(
                 f,
                 "a PNG of {width}x{height} pixels is more than 50 million pixels: lower \

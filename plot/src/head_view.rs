@@ -29,7 +29,8 @@ const MASKED: RGBColor = RGBColor(150, 150, 150);
 /// or [`head_view_weights`], shown inline by evcxr as HTML, written by
 /// [`HeadView::save_svg`] and [`HeadView::save_png`].
 ///
-/// The lines are drawn in Rust as inline SVG, so the picture shows without scripts (an
+/// The lines are drawn in Rust as SVG (carried in the HTML as an image of itself, which
+/// untrusted output keeps), so the picture shows without scripts (an
 /// untrusted notebook, nbconvert's HTML, GitHub); a few KB of inline script add the
 /// interaction: hover a token to keep only its lines, click a token to keep them until the
 /// next click, click a head's colour in the legend to hide or show it, pick one head or all
@@ -173,7 +174,8 @@ impl HeadView {
     }
 
     /// Draws only each query's `k` largest weights in each head. Without it, a view of more
-    /// than 12,000 lines keeps as many as fit in 12,000 (long inputs stay fast) and says so.
+    /// than 12,000 lines (queries x keys x heads) keeps each query's 12,000 / (queries x
+    /// heads) largest weights a head, at least 1, so long inputs stay fast, and says so.
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -253,7 +255,7 @@ impl HeadView {
         let (x1, x2) = (left + PAD, left + PAD + SPAN);
         let right = x2 + PAD + widest(keys)?;
         let mut items = Vec::new();
-        let mut y = title_item(&mut items, &self.title, MARGIN);
+        let (mut y, title_w) = title_item(&mut items, &self.title, MARGIN)?;
         let (legend, legend_w, legend_h) = self.legend(y, interactive)?;
         items.extend(legend);
         y += legend_h;
@@ -294,7 +296,7 @@ impl HeadView {
             if let Item::Text { colour, tip, .. } = &mut token {
                 if masked {
                     *colour = MASKED;
-                    *tip = Some("every key is masked for this query".into());
+                    *tip = Some("no key has a weight above 0 (masked, or not a number)".into());
                 }
             }
             items.push(token);
@@ -319,7 +321,7 @@ impl HeadView {
         }
         let rows = self.queries.len().max(keys.len());
         Ok(Scene {
-            width: (right + MARGIN).max(MARGIN + legend_w).ceil(),
+            width: (right + MARGIN).max(MARGIN + legend_w).max(title_w).ceil(),
             height: (top + rows as f64 * ROW + MARGIN).ceil(),
             data: vec![
                 ("x1", num(x1)),
@@ -388,15 +390,20 @@ pub(crate) fn check_tokens(
     Ok(())
 }
 
-/// Adds the title, if any, at the top; returns where what follows starts.
-pub(crate) fn title_item(items: &mut Vec<Item>, title: &Option<String>, y: f64) -> f64 {
+/// Adds the title, if any, at the top; returns where what follows starts and the width the
+/// title needs.
+pub(crate) fn title_item(
+    items: &mut Vec<Item>,
+    title: &Option<String>,
+    y: f64,
+) -> Result<(f64, f64), PlotError> {
     match title {
         Some(t) => {
             let at = (MARGIN, y + 12.0);
             items.push(text(at, t, TITLE_SIZE, Anchor::Start).tagged("alab-title", vec![]));
-            y + 30.0
+            Ok((y + 30.0, 2.0 * MARGIN + text_size(t, TITLE_SIZE)?.0 as f64))
         }
-        None => y,
+        None => Ok((y, 0.0)),
     }
 }
 

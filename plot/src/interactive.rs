@@ -25,7 +25,7 @@ fn html(kind: &str, scene: Result<Scene, PlotError>) -> String {
                 &kind.replace('-', " ")
             )
         ),
-        Err(e) => error_svg(&e.to_string()),
+        Err(e) => svg_img(&error_svg(&e.to_string()), "alab-figure", "plot error"),
     }
 }
 
@@ -59,7 +59,7 @@ macro_rules! interactive {
                 Ok(self.scene(false)?.to_svg(None))
             }
 
-            #[doc = concat!("The ", $what, " as one self-contained HTML fragment for a notebook: inline SVG drawn in Rust, then a few KB of inline style and script that add the interaction. A view that cannot be drawn gives a small SVG stating why.")]
+            #[doc = concat!("The ", $what, " as one self-contained HTML fragment for a notebook: the SVG drawn in Rust as an image of itself (which untrusted output keeps), then a few KB of inline style and script that make it live SVG and add the interaction. A view that cannot be drawn gives a small picture stating why.")]
             ///
             /// ```
             /// use attention_lab::prelude::*;

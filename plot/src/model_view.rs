@@ -13,6 +13,8 @@ use crate::scene::{Anchor, Item, Scene};
 /// A panel's side in pixels.
 const PANEL: f64 = 56.0;
 const GAP: f64 = 6.0;
+/// The most weights the notebook's model view carries to open panels (1 MiB as bytes).
+const MAX_DATA: usize = 1 << 20;
 /// Panels of longer inputs show the largest weight of each block of cells.
 const MAX_CELLS: usize = 56;
 
@@ -22,7 +24,10 @@ const MAX_CELLS: usize = 56;
 ///
 /// In the notebook a click on a panel opens that layer in the head view with that head shown
 /// (the others a click on their colour away). The grid is drawn without scripts; opening
-/// another panel needs them (a trusted notebook).
+/// another panel needs them (a trusted notebook), and the weights as bytes, which the view
+/// carries up to 1 MiB of them (layers x heads x tokens², about 40 layers and heads of 128
+/// tokens); beyond that, `select` picks the panel shown. Self-attention only: the model view of
+/// cross-attention is an error (use [`head_view`](crate::head_view) with `keys`).
 ///
 /// ```
 /// use attention_lab::prelude::*;
@@ -122,10 +127,9 @@ impl ModelView {
         out_of_range("layer", self.layer, layers)?;
         out_of_range("head", self.head, heads)?;
         if rows != cols {
-            return Err(PlotError::TokenCount {
-                side: "key",
-                tokens: rows,
-                expected: cols,
+            return Err(PlotError::NotSelfAttention {
+                queries: rows,
+                keys: cols,
             });
         }
         let detail = self.detail();
@@ -133,7 +137,7 @@ impl ModelView {
         let label_w = text_size(&format!("layer {}", layers - 1), TICK_SIZE)?.0 as f64;
         let left = MARGIN + label_w + 8.0;
         let mut items = Vec::new();
-        let mut y = title_item(&mut items, &self.title, MARGIN);
+        let (mut y, title_w) = title_item(&mut items, &self.title, MARGIN)?;
         for h in 0..heads {
             let x = left + h as f64 * (PANEL + GAP) + PANEL / 2.0;
             items.push(text(
@@ -185,8 +189,12 @@ impl ModelView {
             ("heads", heads.to_string()),
             ("tokens", rows.to_string()),
         ];
-        if interactive {
+        // Opening panels needs every weight as a byte; past MAX_DATA bytes the grid and the
+        // picked panel are shown, and the others are opened with `select`.
+        if interactive && layers * heads * rows * cols <= MAX_DATA {
             data.push(("weights", self.quantised()));
+            data.push(("layer", self.layer.to_string()));
+            data.push(("head", self.head.to_string()));
         }
         data.extend(below.data.iter().map(|(k, v)| match *k {
             "top" => (*k, crate::scene::num(v.parse::<f64>().unwrap_or(0.0) + top)),
@@ -200,7 +208,7 @@ impl ModelView {
             items: below.items,
         });
         Ok(Scene {
-            width: grid_w.max(below.width).ceil(),
+            width: grid_w.max(below.width).max(title_w).ceil(),
             height: (top + below.height).ceil(),
             data,
             items,
@@ -211,9 +219,7 @@ impl ModelView {
     /// base64, comma separated: what the script draws a panel's lines from. Long inputs keep
     /// each query's largest weights, as the head view does.
     fn quantised(&self) -> String {
-        let (_, heads, rows, _) = self.attentions.dim();
         let (k, _) = self.detail().kept();
-        let _ = heads;
         self.attentions
             .outer_iter()
             .map(|layer| {
@@ -232,7 +238,6 @@ impl ModelView {
                         }
                     }
                 }
-                debug_assert_eq!(bytes.len(), heads * rows * rows);
                 base64::engine::general_purpose::STANDARD.encode(bytes)
             })
             .collect::<Vec<_>>()

@@ -144,7 +144,7 @@ impl NeuronView {
         let label = MARGIN + widest.max(text_size("q of", LABEL_SIZE)?.0 as f64) + 24.0;
         let cols_x = Columns::new(label + 8.0, dk as f64 * ck, dv as f64 * cv);
         let mut items = Vec::new();
-        let mut y = title_item(&mut items, &self.title, MARGIN);
+        let (mut y, title_w) = title_item(&mut items, &self.title, MARGIN)?;
         for (name, x) in cols_x.headers() {
             items.push(text((x, y + ROW / 2.0), name, TICK_SIZE, Anchor::Start));
         }
@@ -172,7 +172,7 @@ impl NeuronView {
         }
         let height = y + (cols + 2) as f64 * ROW + MARGIN;
         Ok(Scene {
-            width: (cols_x.end + MARGIN).ceil(),
+            width: (cols_x.end + MARGIN).max(title_w).ceil(),
             height: height.ceil(),
             data: vec![("query", self.query.to_string())],
             items,
@@ -220,9 +220,10 @@ impl NeuronView {
             let dot = q.dot(&k);
             let scaled = dot / dk.sqrt();
             let score = head.scores[[i, j]];
+            // The layer's matrix product and this dot product may round differently.
             let mask = if score == f64::NEG_INFINITY {
                 "−∞".to_string()
-            } else if score == scaled {
+            } else if (score - scaled).abs() <= 1e-9 * scaled.abs().max(1.0) {
                 "0".to_string()
             } else {
                 number(score - scaled)

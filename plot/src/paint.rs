@@ -312,7 +312,7 @@ impl LinePlot {
         to_png(self)
     }
 
-    /// Shows the plot in an evcxr Jupyter notebook as inline SVG (`text/html`), as
+    /// Shows the plot in an evcxr Jupyter notebook as an image of its SVG (`text/html`), as
     /// [`Figure::evcxr_display`] does.
     ///
     /// ```

@@ -119,8 +119,20 @@ fn write_data(out: &mut String, data: &Data) {
 
 fn write_tip(out: &mut String, tip: &Option<String>) {
     if let Some(t) = tip {
-        let _ = write!(out, "<title>{}</title>", html::escape(t));
+        let _ = write!(out, "<title>{}</title>", xml_text(t));
     }
+}
+
+/// Text for an XML text node: escaped, and the characters XML forbids (control characters
+/// but tab and line ends, U+FFFE, U+FFFF) shown as U+FFFD, so any token keeps the SVG valid.
+pub(crate) fn xml_text(text: &str) -> String {
+    let allowed = |c: char| !matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}');
+    html::escape(
+        &text
+            .chars()
+            .map(|c| if allowed(c) { c } else { '\u{fffd}' })
+            .collect::<String>(),
+    )
 }
 
 impl Scene {
@@ -234,7 +246,7 @@ fn write_item(out: &mut String, item: &Item) {
             write_data(out, data);
             out.push('>');
             write_tip(out, tip);
-            out.push_str(&html::escape(text));
+            out.push_str(&xml_text(text));
             out.push_str("</text>\n");
         }
         Item::Raster {
@@ -353,5 +365,14 @@ mod tests {
         assert!(svg.contains("<title>a &amp; b</title>"), "{svg}");
         assert!(svg.contains(" data-q=\"3\""), "{svg}");
         assert!(!svg.contains("<script"), "{svg}");
+    }
+
+    #[test]
+    fn characters_xml_forbids_become_replacement_characters() {
+        assert_eq!(
+            xml_text("a\u{0}b\u{1b}c\td\u{ffff}"),
+            "a\u{fffd}b\u{fffd}c\td\u{fffd}"
+        );
+        assert_eq!(xml_text("<é>"), "&lt;é&gt;");
     }
 }

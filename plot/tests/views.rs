@@ -47,10 +47,8 @@ fn texts(svg: &str, class: &str) -> Vec<String> {
 /// The SVG of a view's HTML: a style, an `<img>` whose `data:` source is the SVG, a script.
 fn svg_of(html: &str) -> String {
     use base64::Engine as _;
-    let marker = "<img class=\"alab-picture\" alt=\"";
-    let start = html.find(marker).expect("the HTML holds the picture");
     let src = "src=\"data:image/svg+xml;base64,";
-    let from = start + html[start..].find(src).unwrap() + src.len();
+    let from = html.find(src).expect("the HTML holds the picture") + src.len();
     let to = from + html[from..].find('"').unwrap();
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(&html[from..to])
@@ -167,7 +165,7 @@ fn masked_pairs_draw_no_line_and_a_fully_masked_query_is_struck_through() {
     let got = lines(&svg);
     assert!(got.iter().all(|l| l.q != 2 && l.k != 3));
     assert_eq!(got.len(), 2 * 3 * 3);
-    assert!(svg.contains("every key is masked for this query"));
+    assert!(svg.contains("no key has a weight above 0 (masked, or not a number)"));
     let _ = out;
 }
 
@@ -262,9 +260,11 @@ fn bad_selections_and_shapes_are_errors_that_say_what() {
         "cannot draw attention weights of shape 0x0"
     );
     // The notebook shows the message instead of a view.
-    assert!(head_view_weights(&weights, &["a"])
-        .to_html()
-        .contains("plot error: expected 2 query tokens"));
+    let html = head_view_weights(&weights, &["a"]).to_html();
+    assert!(
+        svg_of(&html).contains("plot error: expected 2 query tokens"),
+        "{html}"
+    );
 }
 
 #[test]
@@ -429,4 +429,34 @@ fn a_very_long_input_draws_as_svg_and_refuses_a_png_that_would_exhaust_memory() 
     let path = dir.path().join("long.png");
     assert!(view.save_png(&path).is_err());
     assert!(!path.exists(), "nothing is written");
+}
+
+#[test]
+fn the_model_view_is_for_self_attention_and_carries_weights_only_when_small() {
+    let cross = Array4::from_elem((1, 1, 2, 3), 1.0 / 3.0);
+    let err = model_view(&cross, &["a", "b"]).to_svg().unwrap_err();
+    assert!(err.to_string().starts_with("the model view draws self-attention (as many keys as queries), but the weights have 2 queries and 3 keys"), "{err}");
+    let carried = |n: usize| {
+        let attentions = Array4::from_elem((2, 2, n, n), 1.0 / n as f64);
+        let tokens: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
+        let html = model_view(&attentions, &tokens).to_html();
+        let svg = svg_of(&html);
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        doc.root_element()
+            .attribute("data-weights")
+            .map(|w| w.len())
+    };
+    // 2 layers x 2 heads x 4 x 4 bytes, in base64.
+    assert_eq!(carried(4), Some(2 * 4 * 4 * 2 * 4 / 3 + 4));
+    // 2 x 2 x 600 x 600 bytes is past 1 MiB: the grid and the picked panel only.
+    assert_eq!(carried(600), None);
+}
+
+#[test]
+fn tokens_with_characters_xml_forbids_keep_the_svg_valid() {
+    let weights = Array3::from_elem((1, 2, 2), 0.5);
+    let svg = head_view_weights(&weights, &["a\u{0}b", "\u{1b}[31m"])
+        .to_svg()
+        .unwrap();
+    assert_eq!(texts(&svg, "alab-q"), ["a\u{fffd}b", "\u{fffd}[31m"]);
 }
