@@ -138,8 +138,21 @@ pub(crate) fn to_svg<P: Picture>(picture: &P) -> String {
 /// The picture as PNG file bytes (8-bit RGB), `png_scale` times the SVG's size.
 pub(crate) fn to_png<P: Picture>(picture: &P) -> Result<Vec<u8>, PlotError> {
     let lay = picture.layout()?;
-    let zoom = picture.png_scale();
-    let (w, h) = P::size_of(&lay);
+    let mut paint = |root: &BitmapArea<'_>, zoom: i32| picture.paint(&lay, root, zoom);
+    bitmap_png(P::size_of(&lay), picture.png_scale(), &mut paint)
+}
+
+type BitmapArea<'b> = DrawingArea<BitMapBackend<'b>, Shift>;
+type BitmapResult<'b> =
+    Result<(), DrawingAreaErrorKind<<BitMapBackend<'b> as DrawingBackend>::ErrorType>>;
+
+/// Paints on an RGB bitmap of `size` times `zoom` and encodes it as PNG. Not generic, so one
+/// copy serves every kind of picture (each copy costs a notebook's first cell build time).
+fn bitmap_png(
+    (w, h): (u32, u32),
+    zoom: u32,
+    paint: &mut dyn for<'b> FnMut(&BitmapArea<'b>, i32) -> BitmapResult<'b>,
+) -> Result<Vec<u8>, PlotError> {
     let (width, height) = (w as u64 * zoom as u64, h as u64 * zoom as u64);
     // The RGB buffer is allocated whole: refuse what would exhaust memory.
     if width * height > MAX_PNG_PIXELS {
@@ -149,9 +162,7 @@ pub(crate) fn to_png<P: Picture>(picture: &P) -> Result<Vec<u8>, PlotError> {
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-        picture
-            .paint(&lay, &root, zoom as i32)
-            .map_err(draw_error)?;
+        paint(&root, zoom as i32).map_err(draw_error)?;
         root.present().map_err(draw_error)?;
     }
     let mut bytes = Vec::new();
