@@ -7,10 +7,10 @@ use plotters::style::RGBColor;
 
 use attention_lab::heads::MultiHeadOutput;
 
-use crate::colormap::{head_colour, INK};
+use crate::colormap::head_colour;
 use crate::error::PlotError;
-use crate::font::{register_font, text_size, LABEL_SIZE, TICK_SIZE, TITLE_SIZE};
-use crate::scene::{num, Anchor, Item, Scene};
+use crate::font::{register_font, text_size, LABEL_SIZE, TICK_SIZE};
+use crate::scene::{num, text, title_item, Anchor, Item, Scene, MARGIN};
 
 /// Above this many lines (pairs times heads) a view draws only each query's largest weights.
 pub(crate) const MAX_LINES: usize = 12_000;
@@ -18,7 +18,6 @@ pub(crate) const MAX_LINES: usize = 12_000;
 pub(crate) const ROW: f64 = 22.0;
 /// Pixels between the query and the key columns.
 const SPAN: f64 = 240.0;
-pub(crate) const MARGIN: f64 = 10.0;
 /// Space between a token and its lines' ends.
 const PAD: f64 = 8.0;
 const SWATCH: f64 = 12.0;
@@ -242,6 +241,11 @@ impl HeadView {
     /// The view's picture: with every line when `interactive` (those not selected hidden),
     /// else only the selected ones (what a file shows).
     pub(crate) fn scene(&self, interactive: bool) -> Result<Scene, PlotError> {
+        self.scene_from(interactive, MARGIN)
+    }
+
+    /// The picture drawn from `y0` pixels down: the model view puts it below its grid.
+    pub(crate) fn scene_from(&self, interactive: bool, y0: f64) -> Result<Scene, PlotError> {
         register_font()?;
         self.check()?;
         let keys = self.keys.as_ref().unwrap_or(&self.queries);
@@ -255,7 +259,7 @@ impl HeadView {
         let (x1, x2) = (left + PAD, left + PAD + SPAN);
         let right = x2 + PAD + widest(keys)?;
         let mut items = Vec::new();
-        let (mut y, title_w) = title_item(&mut items, &self.title, MARGIN)?;
+        let (mut y, title_w) = title_item(&mut items, &self.title, y0)?;
         let (legend, legend_w, legend_h) = self.legend(y, interactive)?;
         items.extend(legend);
         y += legend_h;
@@ -390,51 +394,24 @@ pub(crate) fn check_tokens(
     Ok(())
 }
 
-/// Adds the title, if any, at the top; returns where what follows starts and the width the
-/// title needs.
-pub(crate) fn title_item(
-    items: &mut Vec<Item>,
-    title: &Option<String>,
-    y: f64,
-) -> Result<(f64, f64), PlotError> {
-    match title {
-        Some(t) => {
-            let at = (MARGIN, y + 12.0);
-            items.push(text(at, t, TITLE_SIZE, Anchor::Start).tagged("alab-title", vec![]));
-            Ok((y + 30.0, 2.0 * MARGIN + text_size(t, TITLE_SIZE)?.0 as f64))
-        }
-        None => Ok((y, 0.0)),
-    }
+/// Whether a weight draws anything: above 0 (not masked) and finite.
+pub(crate) fn drawn(w: f64) -> bool {
+    w > 0.0 && w.is_finite()
 }
 
-/// Whether a row of weights has no positive weight (every key masked, or NaN).
+/// Whether a row of weights draws nothing (every key masked, or NaN).
 pub(crate) fn fully_masked<'a>(mut row: impl Iterator<Item = &'a f64>) -> bool {
-    !row.any(|&w| w > 0.0 && w.is_finite())
+    !row.any(|&w| drawn(w))
 }
 
-/// The keys drawn for one query: the `k` largest positive weights (the earlier key on a tie),
-/// in key order.
+/// The keys drawn for one query: the `k` largest drawn weights (the earlier key on a tie), in
+/// key order.
 pub(crate) fn largest(row: &[f64], k: usize) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..row.len())
-        .filter(|&j| row[j] > 0.0 && row[j].is_finite())
-        .collect();
+    let mut order: Vec<usize> = (0..row.len()).filter(|&j| drawn(row[j])).collect();
     order.sort_by(|&a, &b| row[b].total_cmp(&row[a]).then(a.cmp(&b)));
     order.truncate(k);
     order.sort_unstable();
     order
-}
-
-pub(crate) fn text(at: (f64, f64), t: &str, size: f64, anchor: Anchor) -> Item {
-    Item::Text {
-        at,
-        text: t.to_string(),
-        size,
-        colour: INK,
-        anchor,
-        class: None,
-        data: vec![],
-        tip: None,
-    }
 }
 
 /// `Err(OutOfRange)` unless `index < len`.

@@ -1,14 +1,13 @@
 //! The model view: a small heatmap for every layer and head of an encoder, and below it the
 //! head view of the one picked (click another panel in the notebook to open it).
 
-use base64::Engine as _;
 use ndarray::{s, Array2, Array4, ArrayView4};
 
 use crate::colormap::{cell_colour, INK};
 use crate::error::PlotError;
 use crate::font::{register_font, text_size, TICK_SIZE};
-use crate::head_view::{largest, out_of_range, strings, text, title_item, HeadView, MARGIN};
-use crate::scene::{Anchor, Item, Scene};
+use crate::head_view::{largest, out_of_range, strings, HeadView};
+use crate::scene::{base64, text, title_item, Anchor, Item, Scene, MARGIN};
 
 /// A panel's side in pixels.
 const PANEL: f64 = 56.0;
@@ -183,7 +182,7 @@ impl ModelView {
         });
         let grid_w = left + heads as f64 * (PANEL + GAP) + MARGIN;
         let top = y + layers as f64 * (PANEL + GAP) + 8.0;
-        let mut below = detail.scene(interactive)?;
+        let below = detail.scene_from(interactive, top + MARGIN)?;
         let mut data = vec![
             ("layers", layers.to_string()),
             ("heads", heads.to_string()),
@@ -192,15 +191,11 @@ impl ModelView {
         // Opening panels needs every weight as a byte; past MAX_DATA bytes the grid and the
         // picked panel are shown, and the others are opened with `select`.
         if interactive && layers * heads * rows * cols <= MAX_DATA {
-            data.push(("weights", self.quantised()));
+            data.push(("weights", self.quantised(detail.kept().0)));
             data.push(("layer", self.layer.to_string()));
             data.push(("head", self.head.to_string()));
         }
-        data.extend(below.data.iter().map(|(k, v)| match *k {
-            "top" => (*k, crate::scene::num(v.parse::<f64>().unwrap_or(0.0) + top)),
-            _ => (*k, v.clone()),
-        }));
-        shift(&mut below.items, top);
+        data.extend(below.data);
         items.push(Item::Group {
             class: "alab-detail",
             data: vec![],
@@ -209,7 +204,7 @@ impl ModelView {
         });
         Ok(Scene {
             width: grid_w.max(below.width).max(title_w).ceil(),
-            height: (top + below.height).ceil(),
+            height: below.height.ceil(),
             data,
             items,
         })
@@ -217,9 +212,8 @@ impl ModelView {
 
     /// Each layer's weights as bytes (weight x 255, rounded), heads x queries x keys, in
     /// base64, comma separated: what the script draws a panel's lines from. Long inputs keep
-    /// each query's largest weights, as the head view does.
-    fn quantised(&self) -> String {
-        let (k, _) = self.detail().kept();
+    /// each query's `k` largest weights, as the head view does.
+    fn quantised(&self, k: usize) -> String {
         self.attentions
             .outer_iter()
             .map(|layer| {
@@ -238,24 +232,10 @@ impl ModelView {
                         }
                     }
                 }
-                base64::engine::general_purpose::STANDARD.encode(bytes)
+                base64(&bytes)
             })
             .collect::<Vec<_>>()
             .join(",")
-    }
-}
-
-/// Moves items down by `dy` pixels.
-fn shift(items: &mut [Item], dy: f64) {
-    for item in items {
-        match item {
-            Item::Line { from, to, .. } => {
-                from.1 += dy;
-                to.1 += dy;
-            }
-            Item::Rect { at, .. } | Item::Text { at, .. } | Item::Raster { at, .. } => at.1 += dy,
-            Item::Group { items, .. } => shift(items, dy),
-        }
     }
 }
 

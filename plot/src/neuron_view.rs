@@ -9,8 +9,8 @@ use attention_lab::heads::{HeadOutput, MultiHeadOutput};
 use crate::colormap::{diverging, head_colour, INK};
 use crate::error::PlotError;
 use crate::font::{register_font, text_size, LABEL_SIZE, TICK_SIZE};
-use crate::head_view::{check_tokens, out_of_range, strings, text, title_item, MARGIN, ROW};
-use crate::scene::{Anchor, Item, Scene};
+use crate::head_view::{check_tokens, drawn, out_of_range, strings, ROW};
+use crate::scene::{text, title_item, Anchor, Item, Scene, MARGIN};
 
 /// The width of the softmax column's bar at weight 1.
 const BAR: f64 = 60.0;
@@ -137,32 +137,43 @@ impl NeuronView {
         out_of_range("query token", self.query, rows)?;
         let (dk, dv) = (head.k.ncols(), head.v.ncols());
         let cell = |d: usize| (384.0 / d.max(1) as f64).clamp(3.0, 14.0);
-        let (ck, cv) = (cell(dk), cell(dv));
+
         let widest = keys.iter().chain(&self.queries).try_fold(0.0_f64, |m, t| {
             Ok::<_, PlotError>(m.max(text_size(t, LABEL_SIZE)?.0 as f64))
         })?;
         let label = MARGIN + widest.max(text_size("q of", LABEL_SIZE)?.0 as f64) + 24.0;
-        let cols_x = Columns::new(label + 8.0, dk as f64 * ck, dv as f64 * cv);
+        let scale_qk = max_abs(head.q.iter().chain(head.k.iter()));
+        // One scale for every weighted value and z, so rows and queries compare: the weights
+        // times |V| bound each |weight x v| and z.
+        let bound = head.weights.dot(&head.v.mapv(f64::abs));
+        let scale_v = max_abs(head.z.iter().chain(bound.iter()));
+        let cells = (
+            Cells {
+                width: cell(dk),
+                scale: scale_qk,
+            },
+            Cells {
+                width: cell(dv),
+                scale: scale_v,
+            },
+        );
+        let cols_x = Columns::new(
+            label + 8.0,
+            dk as f64 * cells.0.width,
+            dv as f64 * cells.1.width,
+        );
         let mut items = Vec::new();
         let (mut y, title_w) = title_item(&mut items, &self.title, MARGIN)?;
         for (name, x) in cols_x.headers() {
             items.push(text((x, y + ROW / 2.0), name, TICK_SIZE, Anchor::Start));
         }
         y += ROW;
-        let scale_qk = max_abs(head.q.iter().chain(head.k.iter()));
-        // One scale for every weighted value and z, so rows and queries compare.
-        let weighted: Vec<f64> = head
-            .weights
-            .outer_iter()
-            .flat_map(|w| w.dot(&head.v.mapv(f64::abs)).to_vec())
-            .collect();
-        let scale_v = max_abs(head.z.iter().chain(&weighted));
         let all = interactive && rows * cols * (dk + dv) <= MAX_CELLS;
         for i in 0..rows {
             if !(all || i == self.query) {
                 continue;
             }
-            let group = self.steps(head, i, keys, &cols_x, (ck, cv), (scale_qk, scale_v), y);
+            let group = self.steps(head, i, keys, &cols_x, cells, y);
             items.push(Item::Group {
                 class: "alab-neuron-q",
                 data: vec![("q", i)],
@@ -180,15 +191,13 @@ impl NeuronView {
     }
 
     /// Query `i`'s rows: q, then one row a key, then z.
-    #[allow(clippy::too_many_arguments)]
     fn steps(
         &self,
         head: &HeadOutput,
         i: usize,
         keys: &[String],
         x: &Columns,
-        (ck, cv): (f64, f64),
-        (scale_qk, scale_v): (f64, f64),
+        (qk, v): (Cells, Cells),
         top: f64,
     ) -> Vec<Item> {
         let mut items = Vec::new();
@@ -203,20 +212,12 @@ impl NeuronView {
             Anchor::End,
         );
         items.push(label.tagged("alab-q", vec![("q", i)]));
-        vector(&mut items, q, "q", x.k, row_y, ck, scale_qk);
+        vector(&mut items, q, "q", (x.k, row_y), qk);
         for (j, t) in keys.iter().enumerate() {
             row_y += ROW;
             items.push(text((label_x, row_y), t, LABEL_SIZE, Anchor::End));
             let k = head.k.row(j);
-            vector(
-                &mut items,
-                k,
-                &format!("k of {t}"),
-                x.k,
-                row_y,
-                ck,
-                scale_qk,
-            );
+            vector(&mut items, k, &format!("k of {t}"), (x.k, row_y), qk);
             let dot = q.dot(&k);
             let scaled = dot / dk.sqrt();
             let score = head.scores[[i, j]];
@@ -237,7 +238,7 @@ impl NeuronView {
             ] {
                 items.push(text((at, row_y), &value, TICK_SIZE, Anchor::Start));
             }
-            if w > 0.0 && w.is_finite() {
+            if drawn(w) {
                 items.push(Item::Rect {
                     at: (x.softmax + BAR_GAP, row_y - 5.0),
                     size: ((w.min(1.0) * BAR).max(1.0), 10.0),
@@ -248,21 +249,21 @@ impl NeuronView {
                 });
             }
             let wv = head.v.row(j).mapv(|v| w * v);
-            vector(
-                &mut items,
-                wv.view(),
-                &format!("{} × v of {t}", number(w)),
-                x.v,
-                row_y,
-                cv,
-                scale_v,
-            );
+            let name = format!("{} × v of {t}", number(w));
+            vector(&mut items, wv.view(), &name, (x.v, row_y), v);
         }
         row_y += ROW;
         items.push(text((x.v - 8.0, row_y), "z =", LABEL_SIZE, Anchor::End));
-        vector(&mut items, head.z.row(i), "z", x.v, row_y, cv, scale_v);
+        vector(&mut items, head.z.row(i), "z", (x.v, row_y), v);
         items
     }
+}
+
+/// How one kind of vector is drawn: its cells' width, and the value at full colour.
+#[derive(Debug, Clone, Copy)]
+struct Cells {
+    width: f64,
+    scale: f64,
 }
 
 /// Where each column starts.
@@ -306,21 +307,15 @@ impl Columns {
     }
 }
 
-/// A vector as a row of cells coloured by value over `scale`, each with its value as a tip.
-fn vector(
-    items: &mut Vec<Item>,
-    v: ArrayView1<f64>,
-    name: &str,
-    x: f64,
-    y: f64,
-    cell: f64,
-    scale: f64,
-) {
+/// A vector as a row of cells from `(x, y)`, coloured by value over the scale, each with its
+/// value as a tip.
+fn vector(items: &mut Vec<Item>, v: ArrayView1<f64>, name: &str, (x, y): (f64, f64), cells: Cells) {
+    let cell = cells.width;
     for (d, &value) in v.iter().enumerate() {
         items.push(Item::Rect {
             at: (x + d as f64 * cell, y - 6.0),
             size: (cell, 12.0),
-            fill: Some(diverging(value / scale)),
+            fill: Some(diverging(value / cells.scale)),
             stroke: None,
             data: vec![],
             tip: Some(format!("{name}[{d}] = {}", number(value))),

@@ -9,6 +9,13 @@ use plotters::style::RGBColor;
 
 use attention_lab::html;
 
+use crate::colormap::INK;
+use crate::error::PlotError;
+use crate::font::{text_size, TITLE_SIZE};
+
+/// Pixels around every view's picture.
+pub(crate) const MARGIN: f64 = 10.0;
+
 /// Where a text's anchor point is, horizontally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Anchor {
@@ -68,6 +75,37 @@ pub(crate) enum Item {
         hidden: bool,
         items: Vec<Item>,
     },
+}
+
+/// One line of black text, vertically centred on `at`.
+pub(crate) fn text(at: (f64, f64), t: &str, size: f64, anchor: Anchor) -> Item {
+    Item::Text {
+        at,
+        text: t.to_string(),
+        size,
+        colour: INK,
+        anchor,
+        class: None,
+        data: vec![],
+        tip: None,
+    }
+}
+
+/// Adds the title, if any, at `y` from the top; returns where what follows starts and the
+/// width the title needs.
+pub(crate) fn title_item(
+    items: &mut Vec<Item>,
+    title: &Option<String>,
+    y: f64,
+) -> Result<(f64, f64), PlotError> {
+    match title {
+        Some(t) => {
+            let at = (MARGIN, y + 12.0);
+            items.push(text(at, t, TITLE_SIZE, Anchor::Start).tagged("alab-title", vec![]));
+            Ok((y + 30.0, 2.0 * MARGIN + text_size(t, TITLE_SIZE)?.0 as f64))
+        }
+        None => Ok((y, 0.0)),
+    }
 }
 
 impl Item {
@@ -298,17 +336,21 @@ fn write_item(out: &mut String, item: &Item) {
 /// loose words; it keeps `<img>` with `data:` sources. The views' script turns the image back
 /// into the live SVG in trusted output.
 pub(crate) fn svg_img(svg: &str, class: &str, alt: &str) -> String {
-    use base64::Engine as _;
     format!(
         "<img class=\"{class}\" alt=\"{}\" src=\"data:image/svg+xml;base64,{}\"/>",
         html::escape(alt).replace('"', "&quot;"),
-        base64::engine::general_purpose::STANDARD.encode(svg.trim_end())
+        base64(svg.trim_end().as_bytes())
     )
+}
+
+/// Bytes in standard base64, as `data:` URIs and the views' script read them.
+pub(crate) fn base64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// The cells as a PNG (one pixel a cell) in a `data:` URI; the browser scales it up.
 fn png_data_uri(cells: &ndarray::Array2<RGBColor>) -> String {
-    use base64::Engine as _;
     let (rows, cols) = cells.dim();
     let rgb: Vec<u8> = cells.iter().flat_map(|c| [c.0, c.1, c.2]).collect();
     let mut bytes = Vec::new();
@@ -321,10 +363,7 @@ fn png_data_uri(cells: &ndarray::Array2<RGBColor>) -> String {
             let _ = writer.write_image_data(&rgb);
         }
     }
-    format!(
-        "data:image/png;base64,{}",
-        base64::engine::general_purpose::STANDARD.encode(bytes)
-    )
+    format!("data:image/png;base64,{}", base64(&bytes))
 }
 
 #[cfg(test)]
