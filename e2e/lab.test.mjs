@@ -209,6 +209,11 @@ async function runNotebook(page, base, token, name, failures) {
   }
 }
 
+// The lines a view shows (not hidden): head, query, key and opacity of each.
+const shownLines = (svg) => svg.evaluate((s) => [...s.querySelectorAll('line[data-h]')]
+  .filter((l) => getComputedStyle(l).display !== 'none')
+  .map((l) => ({ h: +l.dataset.h, q: +l.dataset.q, k: +l.dataset.k, o: +l.getAttribute('stroke-opacity') })));
+
 // The first head view of the notebook, as a teacher uses it: every line shown at first;
 // hovering a query token keeps only its lines (one a key and head, opacities the weights);
 // clicking a head's colour hides that head; the download button saves what is shown.
@@ -223,9 +228,7 @@ async function headView(page, stem, printed, failures) {
   const counts = await page.evaluate((panel) => [...document.querySelectorAll(`${panel} .alab-view`)]
     .map((v) => v.querySelectorAll(':scope > .alab-bar').length + v.querySelectorAll(':scope > img').length * 10), PANEL);
   if (counts.some((c) => c !== 1)) failures.push(`${stem}: toolbars and images per view ${JSON.stringify(counts)}, expected one toolbar each and no image left`);
-  const shown = () => svg.evaluate((s) => [...s.querySelectorAll('line[data-h]')]
-    .filter((l) => getComputedStyle(l).display !== 'none')
-    .map((l) => ({ h: +l.dataset.h, q: +l.dataset.q, k: +l.dataset.k, o: +l.getAttribute('stroke-opacity') })));
+  const shown = () => shownLines(svg);
   const heads = await svg.locator('rect[data-h]').count();
   const queries = await svg.locator('text.alab-q').count();
   const keys = await svg.locator('text.alab-k').count();
@@ -274,9 +277,7 @@ async function modelView(page, stem, failures) {
   const view = page.locator(`${PANEL} .alab-view[data-view="model-view"]`).first();
   await view.scrollIntoViewIfNeeded();
   const svg = view.locator('svg.alab-model-view');
-  const shown = () => svg.evaluate((s) => [...s.querySelectorAll('line[data-h]')]
-    .filter((l) => getComputedStyle(l).display !== 'none')
-    .map((l) => ({ h: +l.dataset.h, q: +l.dataset.q })));
+  const shown = () => shownLines(svg);
   const panels = await svg.locator('image[data-l]').count();
   const layers = Number(await svg.getAttribute('data-layers'));
   const heads = Number(await svg.getAttribute('data-heads'));

@@ -1,5 +1,6 @@
-// attention-lab's interactive views. The SVG is complete without this script; the script only
-// adds interaction, and finds its view as its own parent (no ids, no globals, no network).
+// attention-lab's interactive views. The picture is complete without this script (an image of
+// its SVG); the script makes it live SVG and adds interaction, and finds its view as its own
+// parent (no ids, no globals, no network).
 (function () {
   var root = document.currentScript && document.currentScript.parentNode;
   if (!root || root.getAttribute('data-ready')) return;
