@@ -51,7 +51,10 @@ fn install_writes_our_kernelspec_and_uninstall_removes_only_it() {
     assert_eq!(spec["env"]["EVCXR_CONFIG_DIR"], config.to_str().unwrap());
     assert_eq!(
         fs::read_to_string(config.join("init.evcxr")).unwrap(),
-        ":cache 500\n"
+        format!(
+            ":cache {}\n",
+            attention_lab_jupyter::kernel::EVCXR_CACHE_MIB
+        )
     );
 
     let out = command(home.path())

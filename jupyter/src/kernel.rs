@@ -17,8 +17,13 @@ pub const KERNEL_NAME: &str = "attention-lab-rust";
 pub const DISPLAY_NAME: &str = "Rust (attention-lab)";
 /// Set by `kernel serve` for the process it becomes; only then does `--control_file` serve.
 const SERVE_MARKER: &str = "ATTENTION_LAB_KERNEL";
-/// Compiled crates kept between kernels (MiB), evcxr's `:cache`.
-const EVCXR_CACHE_MIB: u64 = 500;
+/// Compiled crates kept between kernels and replays (MiB), evcxr's `:cache`; all share one
+/// cache (`~/.cache/evcxr`).
+///
+/// The nine notebooks' dependencies take about 600 MiB there. At 500 every build evicted the
+/// least recently used entries, so a notebook's next build mixed recompiled and cached crates;
+/// one such build failed in CI ("can't find crate for `serde`", not reproduced since).
+pub const EVCXR_CACHE_MIB: u64 = 2048;
 
 /// `attention-lab kernel ...`
 #[derive(Debug, Args)]

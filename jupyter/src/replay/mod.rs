@@ -58,7 +58,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// evcxr compilation cache size in MiB (evcxr's `:cache`); 0 turns it off.
-    #[arg(long, value_name = "MIB", default_value_t = 500)]
+    #[arg(long, value_name = "MIB", default_value_t = crate::kernel::EVCXR_CACHE_MIB)]
     pub cache: u64,
     /// Which engine runs the cells: the whole notebook as one program, or evcxr cell by cell.
     #[arg(long, value_enum, default_value_t = EngineKind::Batch)]
