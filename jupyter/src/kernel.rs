@@ -17,6 +17,13 @@ pub const KERNEL_NAME: &str = "attention-lab-rust";
 pub const DISPLAY_NAME: &str = "Rust (attention-lab)";
 /// Set by `kernel serve` for the process it becomes; only then does `--control_file` serve.
 const SERVE_MARKER: &str = "ATTENTION_LAB_KERNEL";
+/// Set (to anything) in a hub's kernelspec: each kernel takes the first free shared build
+/// folder (`slot-0`, `slot-1`, ...), which the hub warmed for every student, instead of a
+/// folder of its notebook's own.
+pub const SLOTS_VAR: &str = "ATTENTION_LAB_BUILD_SLOTS";
+/// Set in a hub's kernelspec to a folder of vendored crates (`cargo vendor`): cells build
+/// from it, offline, instead of from `~/.cargo`'s registry, which a student cannot read.
+pub const VENDOR_VAR: &str = "ATTENTION_LAB_VENDOR";
 /// Compiled crates kept between kernels and replays (MiB), evcxr's `:cache`; all share one
 /// cache (`~/.cache/evcxr`).
 ///
@@ -127,6 +134,27 @@ pub fn install(jupyter_path: &Path) -> Result<PathBuf> {
     write_init_evcxr(&config)?;
     let spec_dir = jupyter_path.join("kernels").join(KERNEL_NAME);
     fs::create_dir_all(&spec_dir).map_err(|e| Error::io(spec_dir.display(), "create", e))?;
+    let env = serde_json::json!({ CACHE_VAR: cache, "EVCXR_CONFIG_DIR": config });
+    write_file(
+        spec_dir.join("kernel.json"),
+        kernelspec(&exe, env).as_bytes(),
+    )?;
+    Ok(spec_dir)
+}
+
+/// The text of a `kernel.json` that runs `EXE kernel serve` with the environment `env` (an
+/// object of variables).
+///
+/// ```
+/// let text = attention_lab_jupyter::kernel::kernelspec(
+///     std::path::Path::new("/opt/attention-lab"),
+///     serde_json::json!({ "PATH": "/usr/bin" }),
+/// );
+/// let spec: serde_json::Value = serde_json::from_str(&text).unwrap();
+/// assert_eq!(spec["argv"][0], "/opt/attention-lab");
+/// assert_eq!(spec["display_name"], "Rust (attention-lab)");
+/// ```
+pub fn kernelspec(exe: &Path, env: serde_json::Value) -> String {
     let spec = serde_json::json!({
         "argv": [exe, "kernel", "serve", "--control-file", "{connection_file}"],
         "display_name": DISPLAY_NAME,
@@ -134,14 +162,9 @@ pub fn install(jupyter_path: &Path) -> Result<PathBuf> {
         // language matches when the notebook's kernelspec ("rust") is not installed.
         "language": "Rust",
         "interrupt_mode": "message",
-        "env": {
-            CACHE_VAR: cache,
-            "EVCXR_CONFIG_DIR": config,
-        },
+        "env": env,
     });
-    let text = serde_json::to_string_pretty(&spec).expect("a JSON value serializes");
-    write_file(spec_dir.join("kernel.json"), text.as_bytes())?;
-    Ok(spec_dir)
+    serde_json::to_string_pretty(&spec).expect("a JSON value serializes")
 }
 
 /// Removes `<jupyter_path>/kernels/attention-lab-rust` if it is ours (its kernel.json names
@@ -195,7 +218,10 @@ fn serve(control_file: &Path) -> Result<()> {
     if !config.join("init.evcxr").exists() {
         write_init_evcxr(&config)?;
     }
-    let session = std::env::var("JPY_SESSION_NAME").ok();
+    // A hub's kernels take the slots it warmed, whatever the notebook.
+    let session = std::env::var("JPY_SESSION_NAME")
+        .ok()
+        .filter(|_| std::env::var_os(SLOTS_VAR).is_none());
     let (build_dir, lock) = claim_build_dir(&cache.join("evcxr-build"), session.as_deref())?;
     // The lock lives as long as the kernel: keep its descriptor open across exec.
     // SAFETY: fcntl on a descriptor we own; clearing FD_CLOEXEC has no other effect.
@@ -327,13 +353,24 @@ pub(crate) fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(Pat
 /// optimised. Measured on notebooks 000 and 002 (BENCHMARKS.md, levers): the median cell
 /// 0.69 s at opt-level 2, 0.69 s at 1 and 0.38 s at 0. A cell is a few calls into the
 /// library; a long loop written in a cell runs unoptimised. evcxr's `:opt` has no effect here.
+///
+/// With [`VENDOR_VAR`] set, crates.io is replaced by that vendored folder (and cargo stays
+/// offline), so every student's kernel builds from the same read-only sources.
 fn write_cell_profile(root: &Path) -> Result<()> {
     let dir = root.join(".cargo");
     fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), "create", e))?;
-    let text =
+    let mut text = String::from(
         "# Written by attention-lab (jupyter/src/kernel.rs) for evcxr's build folders below.\n\
-                [profile.dev]\nopt-level = 0\n\n\
-                [profile.dev.package.\"*\"]\nopt-level = 2\n";
+         [profile.dev]\nopt-level = 0\n\n\
+         [profile.dev.package.\"*\"]\nopt-level = 2\n",
+    );
+    if let Some(vendor) = std::env::var_os(VENDOR_VAR).filter(|v| !v.is_empty()) {
+        let vendor = serde_json::to_string(&vendor.to_string_lossy()).expect("a string serializes");
+        text.push_str(&format!(
+            "\n[source.crates-io]\nreplace-with = \"attention-lab-vendor\"\n\n\
+             [source.attention-lab-vendor]\ndirectory = {vendor}\n\n[net]\noffline = true\n"
+        ));
+    }
     let config = dir.join("config.toml");
     if fs::read_to_string(&config).is_ok_and(|t| t == text) {
         return Ok(());

