@@ -1,11 +1,13 @@
 //! The `attention-lab` command line: clap's arguments over the two sides of the project, the
 //! Jupyter side (`attention-lab-jupyter`: replay, lab, kernel) and the classroom tools
-//! (`attention-lab-classroom`: show, solve, exercise, grade), and the real model
+//! (`attention-lab-classroom`: show, solve, exercise, grade), a class's JupyterHub
+//! (`attention-lab-hub`: hub), and the real model
 //! (`attention-lab-model`: encode). Each subcommand's work is there;
 //! this crate parses, dispatches, and turns the one error type (`attention_lab_io::error`)
 //! into one line and an exit status.
 
 use attention_lab_classroom as classroom;
+use attention_lab_hub as hub;
 use attention_lab_io::error;
 use attention_lab_jupyter::{kernel, lab, replay};
 use attention_lab_model::command as encode;
@@ -31,6 +33,9 @@ enum Command {
     Classroom(classroom::Command),
     /// Open the notebooks in JupyterLab with the project's Rust kernel (sets it all up once).
     Lab(lab::LabArgs),
+    /// Serve a class: JupyterHub with a system user, the lessons and a warm kernel for every
+    /// student of a roster (needs root; sets it all up once).
+    Hub(hub::HubArgs),
     /// The Rust Jupyter kernel in this binary: install or uninstall its kernelspec, or serve.
     Kernel(kernel::KernelArgs),
     /// Run texts through a real model (all-MiniLM-L6-v2): tokens, every head's weights and
@@ -56,6 +61,7 @@ pub fn run() -> ExitCode {
         Command::Replay(args) => replay::run(args),
         Command::Classroom(command) => classroom::run(command),
         Command::Lab(args) => lab::run(args),
+        Command::Hub(args) => hub::run(args),
         Command::Kernel(args) => kernel::run(args),
         Command::Encode(args) => encode::run(args),
     })

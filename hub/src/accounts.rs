@@ -1,0 +1,313 @@
+//! The class's accounts: roster ids checked as system user names, and the system users made for
+//! them (a private home each, in the group [`GROUP`]), seeded with the notebooks and the warm
+//! build.
+
+use attention_lab_classroom::student::{read_roster, Student};
+use attention_lab_io::error::{io_text, Error, Result};
+use attention_lab_io::problem;
+use std::ffi::CString;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The group every account made by `hub` belongs to; a user outside it is never touched.
+pub const GROUP: &str = "attention-lab";
+
+/// Whether `id` can name a system user everywhere: a lowercase letter, then at most 31
+/// lowercase letters, digits, `-` or `_` (useradd's portable names; JupyterHub lowercases
+/// names, so an uppercase id would log in as another user).
+///
+/// ```
+/// use attention_lab_hub::accounts::system_name;
+/// assert!(system_name("alice"));
+/// assert!(system_name("s-042_b"));
+/// assert!(!system_name("Alice"));
+/// assert!(!system_name("../x"));
+/// assert!(!system_name("a b"));
+/// assert!(!system_name(&"a".repeat(33)));
+/// ```
+pub fn system_name(id: &str) -> bool {
+    let mut chars = id.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && id.len() <= 32
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+/// The roster's students, each id checked as a system user name, and the teacher's name.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let roster = dir.path().join("class.csv");
+/// std::fs::write(&roster, "id,name\nalice,Alice\nbob,Bob\n")?;
+/// let students = attention_lab_hub::accounts::class(&roster, "teacher")?;
+/// assert_eq!(students.len(), 2);
+/// std::fs::write(&roster, "id,name\nAlice,Alice\n")?;
+/// assert!(attention_lab_hub::accounts::class(&roster, "teacher").is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// The roster cannot be read, an id cannot be a system user name, or the teacher's name is
+/// also a student's or no system user name either: one line naming the file and the id.
+pub fn class(roster: &Path, teacher: &str) -> Result<Vec<Student>> {
+    let students = read_roster(roster)?;
+    let shown = roster.display();
+    for student in &students {
+        if !system_name(&student.id) {
+            return Err(problem!(
+                "{shown}: id {:?} cannot name a system user: a lowercase letter, then lowercase \
+                 letters, digits, '-' or '_', at most 32 characters",
+                student.id
+            ));
+        }
+        if student.id == teacher {
+            return Err(problem!(
+                "{shown}: id {teacher:?} is the teacher's name (--teacher); give the teacher another"
+            ));
+        }
+    }
+    if !system_name(teacher) {
+        return Err(problem!(
+            "--teacher {teacher:?} cannot name a system user: a lowercase letter, then lowercase \
+             letters, digits, '-' or '_', at most 32 characters"
+        ));
+    }
+    Ok(students)
+}
+
+/// A system user: its ids and home.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    /// The login name (the roster's id).
+    pub name: String,
+    /// User id.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+    /// Home folder.
+    pub home: PathBuf,
+}
+
+/// The system user `name`, if there is one.
+///
+/// ```
+/// let root = attention_lab_hub::accounts::lookup("root").expect("every system has root");
+/// assert_eq!(root.uid, 0);
+/// assert!(attention_lab_hub::accounts::lookup("no-such-user-here").is_none());
+/// ```
+pub fn lookup(name: &str) -> Option<Account> {
+    let c_name = CString::new(name).ok()?;
+    // SAFETY: getpwnam returns a pointer into static storage or null; we copy out at once
+    // (the hub is single-threaded while it sets accounts up).
+    unsafe {
+        let pw = libc::getpwnam(c_name.as_ptr());
+        if pw.is_null() {
+            return None;
+        }
+        let home = std::ffi::CStr::from_ptr((*pw).pw_dir)
+            .to_string_lossy()
+            .into_owned();
+        Some(Account {
+            name: name.to_owned(),
+            uid: (*pw).pw_uid,
+            gid: (*pw).pw_gid,
+            home: PathBuf::from(home),
+        })
+    }
+}
+
+/// Whether the system user `name` is in [`GROUP`] (was made by `hub`).
+fn ours(name: &str) -> bool {
+    Command::new("id")
+        .args(["-nG", name])
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .any(|g| g == GROUP)
+        })
+}
+
+/// Checks, before anything is made, that no name is a system user that `hub` did not make.
+///
+/// # Errors
+/// A name taken by another user of this machine (root, a service, a person), named.
+pub fn check_free(names: &[&str]) -> Result<()> {
+    for name in names {
+        if lookup(name).is_some() && !ours(name) {
+            return Err(problem!(
+                "{name:?} is already a user of this machine, not made by attention-lab hub: \
+                 rename it in the roster (or --teacher)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs a system tool; its failure in one line.
+fn run(command: &mut Command, what: &str) -> Result<()> {
+    let out = command
+        .output()
+        .map_err(|e| problem!("{what}: {}", io_text(&e)))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(problem!("{what} failed: {}", err.trim()));
+    }
+    Ok(())
+}
+
+/// Makes [`GROUP`] when it is missing.
+///
+/// # Errors
+/// groupadd is missing or fails.
+pub fn ensure_group() -> Result<()> {
+    let known = Command::new("getent")
+        .args(["group", GROUP])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if known {
+        return Ok(());
+    }
+    run(
+        Command::new("groupadd").args(["--system", GROUP]),
+        "groupadd",
+    )
+}
+
+/// The account `name`, made when missing (in [`GROUP`], a login shell, a home that only it
+/// can open); whether it was made now.
+///
+/// # Errors
+/// useradd fails, or the home's mode cannot be set.
+pub fn ensure_user(name: &str) -> Result<(Account, bool)> {
+    let made = match lookup(name) {
+        Some(_) => false,
+        None => {
+            run(
+                Command::new("useradd")
+                    .args(["--create-home", "--shell", "/bin/bash", "--groups", GROUP])
+                    .args(["--comment", "attention-lab hub"])
+                    .arg(name),
+                &format!("useradd {name}"),
+            )?;
+            true
+        }
+    };
+    let account = lookup(name).ok_or_else(|| problem!("useradd {name}: no such user after it"))?;
+    // Private whatever useradd's HOME_MODE: no other student may list or read it.
+    let meta =
+        fs::metadata(&account.home).map_err(|e| Error::io(account.home.display(), "read", e))?;
+    if meta.uid() == account.uid && meta.permissions().mode() & 0o077 != 0 {
+        fs::set_permissions(&account.home, fs::Permissions::from_mode(0o700))
+            .map_err(|e| Error::io(account.home.display(), "set the mode of", e))?;
+    }
+    Ok((account, made))
+}
+
+/// What [`seed`] does with an entry of the tree it copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// A copy of the student's own (a folder: made, and its entries picked in turn).
+    Copy,
+    /// A hard link to the original, which stays root's and read-only to the student.
+    Link,
+    /// Left out.
+    Skip,
+}
+
+/// Copies the tree `from` to the new folder `to`, owned by `account`, each entry as `pick`
+/// says. Symbolic links are copied as links.
+///
+/// Called only for a home made in this run, before its student can place anything there,
+/// so no path below it can be a link planted to make root write elsewhere.
+///
+/// # Errors
+/// A file or folder that cannot be read, made or given to the student.
+pub fn seed(from: &Path, to: &Path, account: &Account, pick: &dyn Fn(&Path) -> Pick) -> Result<()> {
+    let own = |path: &Path| {
+        std::os::unix::fs::lchown(path, Some(account.uid), Some(account.gid))
+            .map_err(|e| Error::io(path.display(), "give to the student", e))
+    };
+    fs::create_dir(to).map_err(|e| Error::io(to.display(), "create", e))?;
+    let mode = fs::metadata(from)
+        .map_err(|e| Error::io(from.display(), "read", e))?
+        .permissions();
+    fs::set_permissions(to, mode).map_err(|e| Error::io(to.display(), "set the mode of", e))?;
+    own(to)?;
+    let entries = fs::read_dir(from).map_err(|e| Error::io(from.display(), "read", e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(from.display(), "read", e))?;
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let choice = pick(&source);
+        if choice == Pick::Skip {
+            continue;
+        }
+        let kind = entry
+            .file_type()
+            .map_err(|e| Error::io(source.display(), "read", e))?;
+        if kind.is_dir() {
+            seed(&source, &target, account, pick)?;
+        } else if kind.is_symlink() {
+            let points =
+                fs::read_link(&source).map_err(|e| Error::io(source.display(), "read", e))?;
+            std::os::unix::fs::symlink(points, &target)
+                .map_err(|e| Error::io(target.display(), "create", e))?;
+            own(&target)?;
+        } else if choice == Pick::Link {
+            fs::hard_link(&source, &target).map_err(|e| Error::io(target.display(), "link", e))?;
+        } else {
+            fs::copy(&source, &target).map_err(|e| Error::io(target.display(), "write", e))?;
+            own(&target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Makes the folder `path` (its parent must exist) owned by `account`, mode 0700.
+///
+/// # Errors
+/// It cannot be made or given to the student.
+pub fn owned_dir(path: &Path, account: &Account) -> Result<()> {
+    match fs::create_dir(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(Error::io(path.display(), "create", e)),
+    }
+    fs::set_permissions(path, fs::Permissions::from_mode(0o700))
+        .map_err(|e| Error::io(path.display(), "set the mode of", e))?;
+    std::os::unix::fs::lchown(path, Some(account.uid), Some(account.gid))
+        .map_err(|e| Error::io(path.display(), "give to the student", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_ids_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let roster = dir.path().join("class.csv");
+        let long = "a".repeat(40);
+        for (id, says) in [
+            ("../x", "may only hold"),
+            ("a b", "may only hold"),
+            (long.as_str(), "cannot name a system user"),
+            ("Alice", "cannot name a system user"),
+            ("teacher", "the teacher's name"),
+        ] {
+            fs::write(&roster, format!("id,name\nbob,Bob\n\"{id}\",X\n")).unwrap();
+            let error = class(&roster, "teacher").unwrap_err().to_string();
+            assert!(error.contains(says), "{id}: {error}");
+            assert!(error.contains("class.csv"), "{id}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_system_user_not_made_by_the_hub_is_refused() {
+        let error = check_free(&["nobody-here-xyz", "root"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("\"root\" is already a user"), "{error}");
+    }
+}

