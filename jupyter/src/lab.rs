@@ -299,22 +299,28 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf> {
 
 /// Makes the venv afresh with the pinned JupyterLab.
 fn install_jupyterlab(venv: &Path) -> Result<()> {
-    make_venv(venv, &[JUPYTERLAB], "attention-lab lab")
+    make_venv(
+        Path::new("python3"),
+        venv,
+        &[JUPYTERLAB],
+        "attention-lab lab",
+    )
 }
 
-/// Makes `venv` afresh (removing a half-made one) and installs `pins` in it with pip; `who`
-/// names the command in the progress line.
+/// Makes `venv` afresh with the interpreter `python` (removing a half-made one) and installs
+/// `pins` in it with pip; `who` names the command in the progress line.
 ///
 /// ```no_run
-/// let venv = std::path::Path::new("/srv/class/venv");
-/// attention_lab_jupyter::lab::make_venv(venv, &["jupyterhub==6.1.1"], "attention-lab hub")?;
+/// use std::path::Path;
+/// let venv = Path::new("/srv/class/venv");
+/// attention_lab_jupyter::lab::make_venv(Path::new("python3"), venv, &["jupyterhub==6.1.1"], "attention-lab hub")?;
 /// # Ok::<(), attention_lab_io::error::Error>(())
 /// ```
 ///
 /// # Errors
 /// No `python3`, no venv module or pip, or pip failing (the network), each in one line.
-pub fn make_venv(venv: &Path, pins: &[&str], who: &str) -> Result<()> {
-    let python3 = Command::new("python3")
+pub fn make_venv(python: &Path, venv: &Path, pins: &[&str], who: &str) -> Result<()> {
+    let python3 = Command::new(python)
         .arg("--version")
         .output()
         .map_err(|_| "python3 not found: install Python 3 (e.g. apt install python3)".to_owned())?;
@@ -330,7 +336,7 @@ pub fn make_venv(venv: &Path, pins: &[&str], who: &str) -> Result<()> {
         "{who}: installing {list} in {} (once)",
         venv.display()
     ));
-    let made = Command::new("python3")
+    let made = Command::new(python)
         .args(["-m", "venv"])
         .arg(venv)
         .output()
