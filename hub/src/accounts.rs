@@ -258,6 +258,17 @@ pub fn seed(from: &Path, to: &Path, account: &Account, pick: &dyn Fn(&Path) -> P
             fs::hard_link(&source, &target).map_err(|e| Error::io(target.display(), "link", e))?;
         } else {
             fs::copy(&source, &target).map_err(|e| Error::io(target.display(), "write", e))?;
+            // Cargo judges freshness by modification times: a copy keeps the original's, or
+            // every compiled crate would look older than its own fingerprint.
+            let modified = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .map_err(|e| Error::io(source.display(), "read", e))?;
+            fs::File::options()
+                .write(true)
+                .open(&target)
+                .and_then(|f| f.set_modified(modified))
+                .map_err(|e| Error::io(target.display(), "set the time of", e))?;
             own(&target)?;
         }
     }

@@ -92,6 +92,7 @@ pub fn config(shared: &Shared, class: &Class) -> String {
         proxy_pid = at("proxy.pid"),
         passwords = at("passwords.dbm"),
         teacher = py(class.teacher),
+        spawner = py(spawner),
         singleuser = py(shared.venv().join("bin/jupyterhub-singleuser").display().to_string()),
         kernel = KERNEL_NAME,
         cull = class.cull_after,

@@ -142,6 +142,8 @@ pub fn run(args: HubArgs) -> Result<u8> {
         .current_dir(shared.state())
         .env("PATH", path_with(&shared.venv().join("bin")))
         .stdin(Stdio::null())
+        // Its proxy logs to stdout: our stdout is the handout alone.
+        .stdout(std::io::stderr())
         .process_group(0)
         .spawn()
         .map_err(|e| {
@@ -198,17 +200,19 @@ fn seed_student(shared: &Shared, account: &Account) -> Result<()> {
     Ok(())
 }
 
-/// How a new student gets each entry of the warm build folder: compiled dependencies as hard
-/// links; the library's incremental state left out (cargo reads it only to recompile the
-/// library, which the student never changes); the rest (fingerprints, build scripts' output,
-/// the cell's crate `ctx`, which every cell rebuilds) as copies.
+/// How a new student gets each entry of the warm build folder: the registry crates' compiled
+/// files as hard links (never rebuilt while the shared sources stay as they are); the
+/// library's incremental state left out (cargo reads it only to recompile the library); the
+/// rest (fingerprints, build scripts' output, the library's and the cell's crates, which a
+/// rebuild rewrites in place) as copies.
 fn build_pick(path: &Path) -> Pick {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let parent = path.parent().and_then(Path::file_name);
+    let ours = name.starts_with("libctx") || name.starts_with("libattention_lab");
     if parent.is_some_and(|p| p == "incremental") && !name.starts_with("ctx-") {
         Pick::Skip
-    } else if matches!(ext, "rlib" | "rmeta" | "so") && !name.starts_with("libctx") {
+    } else if matches!(ext, "rlib" | "rmeta" | "so") && !ours {
         Pick::Link
     } else {
         Pick::Copy

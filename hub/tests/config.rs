@@ -1,0 +1,122 @@
+//! `jupyterhub_config.py` runs: Python executes it with a stand-in for traitlets' config
+//! object, so a name error or a bad literal fails here, not when a teacher starts the hub.
+
+use attention_lab_hub::config::{config, Class};
+use attention_lab_hub::shared::Shared;
+use std::process::Command;
+
+/// Runs the config under Python; returns what it set, as `section.name = repr(value)` lines.
+fn settings(text: &str) -> String {
+    let runner = r#"
+import sys
+class Section(dict):
+    def __getattr__(self, key):
+        return self.setdefault(key, Section())
+    def __setattr__(self, key, value):
+        self[key] = value
+root = Section()
+exec(sys.stdin.read(), {"get_config": lambda: root})
+for section, values in sorted(root.items()):
+    for key, value in sorted(values.items()):
+        print(f"{section}.{key} = {value!r}")
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", runner])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn class<'a>(students: Vec<&'a str>, demo: bool) -> Class<'a> {
+    Class {
+        students,
+        teacher: "teacher",
+        ip: "",
+        port: 8000,
+        cull_after: 600,
+        demo,
+    }
+}
+
+#[test]
+fn a_class_config_runs_and_names_the_roster_the_spawner_and_the_kernel() {
+    let shared = Shared::new("/srv/h");
+    let set = settings(&config(&shared, &class(vec!["alice", "bob"], false)));
+    for line in [
+        "JupyterHub.spawner_class = 'jupyterhub.spawner.LocalProcessSpawner'",
+        "Authenticator.allowed_users = {'alice', 'bob'}",
+        "Authenticator.admin_users = {'teacher'}",
+        "JupyterHub.authenticator_class = 'firstuseauthenticator.FirstUseAuthenticator'",
+        "Spawner.cmd = ['/srv/h/venv/bin/jupyterhub-singleuser']",
+        "Spawner.args = ['--MultiKernelManager.default_kernel_name=attention-lab-rust']",
+        "JupyterHub.bind_url = 'http://:8000/'",
+        "JupyterHub.cleanup_servers = False",
+    ] {
+        let (key, value) = line.split_once(" = ").unwrap();
+        let found = set
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or("");
+        // Sets print in any order: compare their members.
+        if value.starts_with('{') {
+            let members = |s: &str| {
+                let mut m: Vec<String> = s
+                    .trim_matches(|c| c == '{' || c == '}')
+                    .split(", ")
+                    .map(str::to_owned)
+                    .collect();
+                m.sort();
+                m
+            };
+            assert_eq!(
+                members(found.split_once(" = ").map_or("", |p| p.1)),
+                members(value),
+                "{set}"
+            );
+        } else {
+            assert_eq!(found, line, "{set}");
+        }
+    }
+    assert!(set.contains("--timeout=600"), "{set}");
+}
+
+#[test]
+fn a_demo_config_runs_everyone_as_one_user_in_homes_below_the_shared_folder() {
+    let set = settings(&config(&Shared::new("/srv/h"), &class(vec!["alice"], true)));
+    assert!(
+        set.contains("JupyterHub.spawner_class = 'jupyterhub.spawner.SimpleLocalProcessSpawner'"),
+        "{set}"
+    );
+    assert!(
+        set.contains("SimpleLocalProcessSpawner.home_dir_template = '/srv/h/demo/{username}'"),
+        "{set}"
+    );
+}
+
+#[test]
+fn names_with_quotes_stay_python_strings() {
+    // Roster ids cannot hold quotes, but the folder may.
+    let set = settings(&config(
+        &Shared::new("/srv/it's \"here\""),
+        &class(vec!["alice"], false),
+    ));
+    // Python's repr of the string the config builds: the quote escaped, the rest as given.
+    let want = r#"'/srv/it\'s "here"/venv/bin/jupyterhub-singleuser'"#;
+    assert!(set.contains(want), "{set}");
+}

@@ -1,0 +1,224 @@
+"""A class on `attention-lab hub`, simulated: N students sign in through the hub, start their
+servers, open a "Rust (attention-lab)" kernel over Jupyter's websocket protocol and run a
+lesson's code cells at a classroom pace. Prints (and with --json writes) cell latency p50, p95
+and max, failed cells, server start times and each student's memory.
+
+Run it with the hub's own Python (tornado comes with JupyterHub), as root (it reads each
+student's memory from /proc), against a running hub whose roster holds the users:
+
+    /srv/attention-lab-hub/venv/bin/python scripts/hub_load.py --url http://127.0.0.1:8000 \
+        --users alice,bob --password-prefix class-2026- --json load.json
+
+The first sign-in of a user sets their password (first-use authenticator), so a later run
+must use the same prefix.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import time
+import urllib.parse
+import uuid
+
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from tornado.websocket import websocket_connect
+
+# The hub's copy: its `:dep` lines point at the shared sources, as every student's copy does.
+LESSON = "/srv/attention-lab-hub/notebooks/000_two_heads_worked_example.ipynb"
+
+
+def lesson_cells(path):
+    """The code cells of a notebook: (source, stored text outputs)."""
+    with open(path, encoding="utf-8") as f:
+        nb = json.load(f)
+    cells = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        texts = []
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream" and out.get("name") == "stdout":
+                texts.append("".join(out["text"]).strip())
+        cells.append((source, texts))
+    return cells
+
+
+class Student:
+    def __init__(self, url, name, password):
+        self.url, self.name, self.password = url.rstrip("/"), name, password
+        self.http = AsyncHTTPClient(force_instance=True)
+        self.cookies = {}
+        self.token = None
+
+    def _cookie_header(self):
+        return "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+
+    def _keep_cookies(self, response):
+        for header in response.headers.get_list("Set-Cookie"):
+            name, _, rest = header.partition("=")
+            self.cookies[name.strip()] = rest.split(";", 1)[0]
+
+    async def fetch(self, path, method="GET", body=None, headers=None, token=True, **kw):
+        all_headers = dict(headers or {})
+        if token and self.token:
+            all_headers["Authorization"] = f"token {self.token}"
+        elif self.cookies:
+            all_headers["Cookie"] = self._cookie_header()
+            if "_xsrf" in self.cookies:
+                all_headers["X-XSRFToken"] = self.cookies["_xsrf"]
+        request = HTTPRequest(self.url + path, method=method, body=body, headers=all_headers,
+                              follow_redirects=False, request_timeout=300, **kw)
+        response = await self.http.fetch(request, raise_error=False)
+        self._keep_cookies(response)
+        return response
+
+    async def sign_in(self):
+        """Signs in through the hub's API (the authenticator checks the password, as the login
+        page does) and keeps the token it gives."""
+        body = {"auth": {"username": self.name, "password": self.password},
+                "note": "load test", "expires_in": 7200}
+        response = await self.fetch(f"/hub/api/users/{self.name}/tokens", method="POST",
+                                    body=json.dumps(body), token=False)
+        if response.code != 201:
+            raise RuntimeError(f"{self.name}: sign-in answered {response.code}: {response.body[:200]}")
+        self.token = json.loads(response.body)["token"]
+
+    async def start_server(self):
+        started = time.monotonic()
+        response = await self.fetch(f"/hub/api/users/{self.name}/server", method="POST", body="")
+        if response.code not in (201, 202, 400):  # 400: already running
+            raise RuntimeError(f"{self.name}: server start answered {response.code}")
+        while True:
+            info = json.loads((await self.fetch(f"/hub/api/users/{self.name}")).body)
+            server = (info.get("servers") or {}).get("", {})
+            if server.get("ready"):
+                return time.monotonic() - started
+            if time.monotonic() - started > 300:
+                raise RuntimeError(f"{self.name}: server not ready in 300 s")
+            await asyncio.sleep(0.5)
+
+    async def run_cells(self, cells, pace):
+        response = await self.fetch(f"/user/{self.name}/api/kernels", method="POST",
+                                    body=json.dumps({"name": "attention-lab-rust"}))
+        if response.code != 201:
+            raise RuntimeError(f"{self.name}: kernel start answered {response.code}")
+        kernel = json.loads(response.body)["id"]
+        ws_url = self.url.replace("http", "ws", 1) + f"/user/{self.name}/api/kernels/{kernel}/channels"
+        ws = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {self.token}"}))
+        session = uuid.uuid4().hex
+        results = []
+        try:
+            for source, texts in cells:
+                msg_id = uuid.uuid4().hex
+                ws.write_message(json.dumps({
+                    "header": {"msg_id": msg_id, "username": self.name, "session": session,
+                               "msg_type": "execute_request", "version": "5.3"},
+                    "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+                    "content": {"code": source, "silent": False, "store_history": True,
+                                "user_expressions": {}, "allow_stdin": False, "stop_on_error": True},
+                }))
+                sent = time.monotonic()
+                status, idle, out, err = None, False, [], []
+                while status is None or not idle:
+                    raw = await asyncio.wait_for(ws.read_message(), timeout=600)
+                    if raw is None:
+                        status, idle = "kernel connection closed", True
+                        break
+                    msg = json.loads(raw)
+                    if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                        continue
+                    kind = msg["header"]["msg_type"]
+                    if kind == "execute_reply":
+                        status = msg["content"]["status"]
+                    elif kind == "status" and msg["content"]["execution_state"] == "idle":
+                        idle = True
+                    elif kind == "stream":
+                        (out if msg["content"]["name"] == "stdout" else err).append(msg["content"]["text"])
+                    elif kind == "error":
+                        err.append(msg["content"]["ename"] + ": " + msg["content"]["evalue"])
+                latency = time.monotonic() - sent
+                printed = "".join(out)
+                ok = status == "ok" and all(t in printed for t in texts)
+                result = {"latency": latency, "ok": ok, "status": status}
+                if not ok:
+                    result["error"] = "".join(err)[:500]
+                results.append(result)
+                await asyncio.sleep(random.uniform(*pace))
+        finally:
+            ws.close()
+            await self.fetch(f"/user/{self.name}/api/kernels/{kernel}", method="DELETE")
+        return results
+
+
+def memory_mib(user):
+    """Resident memory of every process of `user`, in MiB (`ps`)."""
+    out = subprocess.run(["ps", "-u", user, "-o", "rss="], capture_output=True, text=True).stdout
+    return sum(int(x) for x in out.split()) / 1024
+
+
+async def one(url, name, password, cells, pace, delay, sample):
+    await asyncio.sleep(delay)
+    student = Student(url, name, password)
+    await student.sign_in()
+    start = await student.start_server()
+    task = asyncio.ensure_future(student.run_cells(cells, pace))
+    peak = 0.0
+    while not task.done():
+        peak = max(peak, memory_mib(name))
+        await asyncio.sleep(sample)
+    return {"user": name, "server_start": start, "cells": task.result(), "memory_mib": peak}
+
+
+def percentile(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+async def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--users", required=True, help="comma-separated logins")
+    parser.add_argument("--password-prefix", required=True)
+    parser.add_argument("--lesson", default=LESSON)
+    parser.add_argument("--pace", default="5,10", help="seconds between cells, min,max")
+    parser.add_argument("--spread", type=float, default=60, help="students start within this many seconds")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    users = [u for u in args.users.split(",") if u]
+    cells = lesson_cells(args.lesson)
+    pace = tuple(float(x) for x in args.pace.split(","))
+    random.seed(0)
+    delays = sorted(random.uniform(0, args.spread) for _ in users)
+    results = await asyncio.gather(*(one(args.url, u, args.password_prefix + u, cells, pace, d, 1.0)
+                                     for u, d in zip(users, delays)), return_exceptions=True)
+    errors = [str(r) for r in results if isinstance(r, Exception)]
+    done = [r for r in results if not isinstance(r, Exception)]
+    latencies = [c["latency"] for r in done for c in r["cells"]]
+    summary = {
+        "students": len(users),
+        "cells": len(latencies),
+        "failed_cells": sum(not c["ok"] for r in done for c in r["cells"]),
+        "failed_students": errors,
+        "p50": percentile(latencies, 0.5) if latencies else None,
+        "p95": percentile(latencies, 0.95) if latencies else None,
+        "max": max(latencies) if latencies else None,
+        "first_cell_max": max((r["cells"][0]["latency"] for r in done if r["cells"]), default=None),
+        "server_start_p50": statistics.median(r["server_start"] for r in done) if done else None,
+        "server_start_max": max((r["server_start"] for r in done), default=None),
+        "memory_mib_per_student_max": max((r["memory_mib"] for r in done), default=None),
+        "per_student": done,
+    }
+    short = {k: v for k, v in summary.items() if k != "per_student"}
+    print(json.dumps(short, indent=1))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=1)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
