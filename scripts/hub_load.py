@@ -9,6 +9,8 @@ student's memory from /proc), against a running hub whose roster holds the users
     /srv/attention-lab-hub/venv/bin/python scripts/hub_load.py --url http://127.0.0.1:8000 \
         --users alice,bob --password-prefix class-2026- --json load.json
 
+It exits with 1 when a cell failed or a student could not start.
+
 The first sign-in of a user sets their password (first-use authenticator), so a later run
 must use the same prefix.
 """
@@ -46,6 +48,31 @@ def lesson_cells(path):
                 texts.append("".join(out["text"]).strip())
         cells.append((source, texts))
     return cells
+
+
+async def kernel_ready(ws, session, username, timeout=120):
+    """Waits until the kernel answers a kernel_info_request (asked again every 2 s), as
+    Jupyter's clients do: a request sent before the kernel listens is lost."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        msg_id = uuid.uuid4().hex
+        ws.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "username": username, "session": session,
+                       "msg_type": "kernel_info_request", "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "content": {}, "channel": "shell", "buffers": [],
+        }))
+        try:
+            while True:
+                raw = await asyncio.wait_for(ws.read_message(), timeout=2)
+                if raw is None:
+                    raise RuntimeError("the kernel's websocket closed")
+                msg = json.loads(raw)
+                if (msg["header"]["msg_type"] == "kernel_info_reply"
+                        and msg.get("parent_header", {}).get("msg_id") == msg_id):
+                    return
+        except asyncio.TimeoutError:
+            continue
+    raise RuntimeError(f"the kernel did not answer in {timeout} s")
 
 
 class Student:
@@ -111,6 +138,7 @@ class Student:
         ws_url = self.url.replace("http", "ws", 1) + f"/user/{self.name}/api/kernels/{kernel}/channels"
         ws = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {self.token}"}))
         session = uuid.uuid4().hex
+        await kernel_ready(ws, session, self.name)
         results = []
         try:
             for source, texts in cells:
@@ -218,6 +246,8 @@ async def main():
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)
+    if errors or summary["failed_cells"]:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

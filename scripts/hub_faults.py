@@ -1,0 +1,189 @@
+"""Faults on a running `attention-lab hub`, each a check that fails loudly (exit 1):
+
+1. isolation: a student's kernel cannot read another student's notebook or the hub's state
+   (database, passwords, config), and neither can the student's own shell;
+2. a student's kernel killed in the middle of a cell: that student hears the kernel died,
+   restarts it and runs a cell; another student's kernel, mid-cell at the same moment,
+   finishes as if nothing happened.
+
+Run as root with the hub's Python, against a hub whose roster holds two students:
+
+    /srv/attention-lab-hub/venv/bin/python scripts/hub_faults.py --url http://127.0.0.1:8000 \
+        --users ann,ben --password-prefix class-2026- --dir /srv/attention-lab-hub
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hub_load import Student, kernel_ready  # noqa: E402
+
+from tornado.httpclient import HTTPRequest  # noqa: E402
+from tornado.websocket import websocket_connect  # noqa: E402
+
+FAILURES = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        FAILURES.append(what)
+
+
+class Kernel:
+    """One kernel of a student's server, over its websocket."""
+
+    def __init__(self, student):
+        self.student = student
+
+    async def start(self):
+        s = self.student
+        r = await s.fetch(f"/user/{s.name}/api/kernels", method="POST",
+                          body=json.dumps({"name": "attention-lab-rust"}))
+        assert r.code == 201, f"{s.name}: kernel start answered {r.code}"
+        self.id = json.loads(r.body)["id"]
+        await self.connect()
+
+    async def connect(self):
+        s = self.student
+        url = s.url.replace("http", "ws", 1) + f"/user/{s.name}/api/kernels/{self.id}/channels"
+        self.ws = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {s.token}"}))
+        self.session = uuid.uuid4().hex
+        await kernel_ready(self.ws, self.session, s.name)
+        # Drain the socket all the time: tornado's client holds one unread message and then
+        # stops reading, pongs included, and the server drops a socket unanswered for 90 s
+        # (as while the other student's kernel restarts).
+        self.inbox = asyncio.Queue()
+        self.pump = asyncio.ensure_future(self._drain(self.ws, self.inbox))
+
+    @staticmethod
+    async def _drain(ws, inbox):
+        while True:
+            raw = await ws.read_message()
+            await inbox.put(raw)
+            if raw is None:
+                return
+
+    def send(self, code):
+        msg_id = uuid.uuid4().hex
+        self.ws.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "username": self.student.name, "session": self.session,
+                       "msg_type": "execute_request", "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+            "content": {"code": code, "silent": False, "store_history": True,
+                        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True},
+        }))
+        return msg_id
+
+    async def wait(self, msg_id, timeout=300):
+        """(reply status, stdout, errors, states seen) of one cell; status 'dead' when the
+        kernel died first."""
+        status, out, err, states = None, [], [], []
+        deadline = time.monotonic() + timeout
+        while True:
+            raw = await asyncio.wait_for(self.inbox.get(), timeout=max(1, deadline - time.monotonic()))
+            if raw is None:
+                return "closed", "".join(out), "".join(err), states
+            msg = json.loads(raw)
+            kind = msg["header"]["msg_type"]
+            if kind == "status":
+                states.append(msg["content"]["execution_state"])
+                if msg["content"]["execution_state"] in ("dead", "restarting"):
+                    return "dead", "".join(out), "".join(err), states
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if kind == "execute_reply":
+                status = msg["content"]["status"]
+            elif kind == "stream":
+                (out if msg["content"]["name"] == "stdout" else err).append(msg["content"]["text"])
+            elif kind == "error":
+                err.append(msg["content"]["ename"] + ": " + msg["content"]["evalue"])
+            elif kind == "status" and msg["content"]["execution_state"] == "idle" and status:
+                return status, "".join(out), "".join(err), states
+
+    async def run(self, code, timeout=300):
+        return await self.wait(self.send(code), timeout)
+
+    async def restart(self):
+        s = self.student
+        r = await s.fetch(f"/user/{s.name}/api/kernels/{self.id}/restart", method="POST", body="")
+        return r.code
+
+
+def kernel_pid(user):
+    """The pid of `user`'s kernel (`attention-lab --control_file ...`)."""
+    out = subprocess.run(["pgrep", "-u", user, "-f", "control_file"], capture_output=True, text=True).stdout
+    pids = [int(p) for p in out.split()]
+    return pids[0] if pids else None
+
+
+async def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--users", required=True, help="two logins, comma-separated")
+    parser.add_argument("--password-prefix", required=True)
+    parser.add_argument("--dir", default="/srv/attention-lab-hub")
+    args = parser.parse_args()
+    a_name, b_name = args.users.split(",")[:2]
+    a, b = Student(args.url, a_name, args.password_prefix + a_name), Student(args.url, b_name, args.password_prefix + b_name)
+    for s in (a, b):
+        await s.sign_in()
+        await s.start_server()
+    ka, kb = Kernel(a), Kernel(b)
+    await ka.start()
+    await kb.start()
+
+    # 1. Isolation, from the kernel (what a cell can do) and from a shell.
+    other = f"/home/{a_name}/attention-lab/000_two_heads_worked_example.ipynb"
+    state = os.path.join(args.dir, "state")
+    for path in (other, os.path.join(state, "jupyterhub.sqlite"), os.path.join(state, "passwords.dbm"),
+                 os.path.join(state, "jupyterhub_config.py")):
+        code = f'match std::fs::read(r"{path}") {{ Ok(b) => println!("READ {{}}", b.len()), Err(e) => println!("REFUSED {{}}", e) }}'
+        status, out, err, _ = await kb.run(code)
+        check(status == "ok" and "REFUSED" in out and "READ" not in out,
+              f"{b_name}'s kernel cannot read {path} ({out.strip() or err.strip()[:120]})")
+        shell = subprocess.run(["su", b_name, "-c", f"cat {path}"], capture_output=True)
+        check(shell.returncode != 0, f"{b_name}'s shell cannot read {path}")
+    listing = subprocess.run(["su", b_name, "-c", f"ls /home/{a_name}"], capture_output=True)
+    check(listing.returncode != 0, f"{b_name} cannot list /home/{a_name}")
+
+    # 2. a's kernel killed mid-cell while b's kernel is mid-cell too.
+    await ka.run('let warm: u8 = 1;')
+    await kb.run('let warm: u8 = 1;')
+    a_msg = ka.send("std::thread::sleep(std::time::Duration::from_secs(30)); println!(\"a finished\");")
+    b_msg = kb.send("std::thread::sleep(std::time::Duration::from_secs(8)); println!(\"b finished\");")
+    await asyncio.sleep(4)
+    pid = kernel_pid(a_name)
+    check(pid is not None, f"{a_name}'s kernel process found")
+    if pid:
+        os.kill(pid, signal.SIGKILL)
+    a_status, _, _, a_states = await ka.wait(a_msg, timeout=120)
+    check(a_status in ("dead", "closed"), f"{a_name} hears the kernel died (status {a_status}, states {a_states})")
+    b_status, b_out, _, _ = await kb.wait(b_msg, timeout=120)
+    check(b_status == "ok" and "b finished" in b_out, f"{b_name}'s cell finished ({b_status}, {b_out.strip()!r})")
+    code = await ka.restart()
+    check(code == 200, f"{a_name} restarts the kernel (answer {code})")
+    await ka.connect()
+    status, out, _, _ = await ka.run('println!("{}", 6 * 7);', timeout=300)
+    check(status == "ok" and "42" in out, f"{a_name}'s restarted kernel runs a cell ({status}, {out.strip()!r})")
+    status, out, _, _ = await kb.run('println!("{}", warm + 1);')
+    check(status == "ok" and "2" in out, f"{b_name}'s kernel kept its variables ({status}, {out.strip()!r})")
+
+    for k in (ka, kb):
+        k.ws.close()
+        await k.student.fetch(f"/user/{k.student.name}/api/kernels/{k.id}", method="DELETE")
+    if FAILURES:
+        print(f"{len(FAILURES)} failed", flush=True)
+        sys.exit(1)
+    print("all fault checks passed", flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
