@@ -335,13 +335,40 @@ pub(crate) fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(Pat
             .map_err(|e| Error::io(lock_path.display(), "open", e))?;
         // SAFETY: flock on a descriptor we own.
         if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok((root.join(name), lock));
+            let dir = root.join(name);
+            renew_build_dir(&dir)?;
+            return Ok((dir, lock));
         }
     }
     Err(problem!(
         "{}: all 64 build folders are in use by other kernels",
         root.display()
     ))
+}
+
+/// The stamp of a build folder whose compiled crates all came from the remapping wrapper
+/// (`wrapper.rs`). Folders from before it may hold a crate and a dependency compiled in two
+/// different folders, whose hashes disagree ("can't find crate", E0463, with every file
+/// present); cargo sees fresh files and never rebuilds them, so such a folder fails for good.
+const BUILD_STAMP: &str = "attention-lab build folder, version 2: target paths remapped\n";
+const BUILD_STAMP_FILE: &str = "attention-lab-build.stamp";
+
+/// Empties `dir/target` once unless `dir` carries [`BUILD_STAMP`]; the next build takes its
+/// crates from evcxr's cache (or compiles them).
+fn renew_build_dir(dir: &Path) -> Result<()> {
+    let stamp = dir.join(BUILD_STAMP_FILE);
+    if fs::read_to_string(&stamp).is_ok_and(|t| t == BUILD_STAMP) {
+        return Ok(());
+    }
+    let target = dir.join("target");
+    match fs::remove_dir_all(&target) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(Error::io(target.display(), "empty", e));
+        }
+        _ => {}
+    }
+    fs::create_dir_all(dir).map_err(|e| Error::io(dir.display(), "create", e))?;
+    write_file(&stamp, BUILD_STAMP.as_bytes())
 }
 
 /// Cargo's settings for every build folder below `root`: a cell's crate at opt-level 0, its
@@ -450,6 +477,28 @@ mod tests {
             .collect();
         assert_eq!(entries, ["core"]);
         assert_eq!(fs::read_dir(first.join("core")).unwrap().count(), 0);
+    }
+
+    /// A build folder from before the remapping wrapper loses its compiled files once (they
+    /// may disagree with each other for good); one with the stamp keeps them.
+    #[cfg(unix)]
+    #[test]
+    fn an_unstamped_build_folder_is_emptied_once() {
+        let root = tempfile::tempdir().unwrap();
+        let old = root
+            .path()
+            .join("slot-0/target/debug/deps/libserde-1.rmeta");
+        fs::create_dir_all(old.parent().unwrap()).unwrap();
+        fs::write(&old, "old").unwrap();
+        fs::write(root.path().join("slot-0/Cargo.toml"), "[package]").unwrap();
+        let (folder, _lock) = claim_build_dir(root.path(), None).unwrap();
+        assert!(!old.exists());
+        assert!(folder.join("Cargo.toml").exists());
+        let new = folder.join("target/debug/deps/libserde-2.rmeta");
+        fs::create_dir_all(new.parent().unwrap()).unwrap();
+        fs::write(&new, "new").unwrap();
+        renew_build_dir(&folder).unwrap();
+        assert!(new.exists());
     }
 
     /// Cargo, building in a folder below a claimed root, compiles the top crate (the cell) at

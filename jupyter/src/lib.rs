@@ -21,6 +21,8 @@ pub mod lab;
 pub mod process;
 #[cfg(feature = "evcxr")]
 pub mod replay;
+#[cfg(feature = "evcxr")]
+pub mod wrapper;
 /// Without the `evcxr` feature (the fuzz targets' build, which would otherwise compile evcxr
 /// and rust-analyzer with sanitizers): replay's readers only.
 #[cfg(not(feature = "evcxr"))]
@@ -41,5 +43,6 @@ pub mod replay {
 /// ```
 #[cfg(feature = "evcxr")]
 pub fn runtime_hook() {
+    wrapper::remap_build_folder();
     evcxr::runtime_hook();
 }
