@@ -1,8 +1,7 @@
 //! Forward pass of a multi-head layer: the streaming path against the path that keeps every
 //! intermediate, plus this build's dgemm rate (the GEMM-bound yardstick).
 //!
-//! `cargo bench --bench attention` (add `--features gemm` or `--features blas` for the other
-//! matrix-product backends); `scripts/bench_attention.py` runs it beside NumPy and PyTorch
+//! `cargo bench --bench attention` (add `--features blas` for OpenBLAS's products); `scripts/bench_attention.py` runs it beside NumPy and PyTorch
 //! and writes BENCHMARKS.md. Filter as criterion does: `-- attention/1024x512x8`.
 
 use std::time::Duration;
@@ -42,8 +41,7 @@ fn attention(c: &mut Criterion) {
 
 /// `a b` on one thread, as the streaming path calls its products: square 2048, and the shapes
 /// of its blocks (256 queries by 64 columns by 256 keys, then by 64 value columns). ndarray's
-/// product (matrixmultiply, or OpenBLAS with the `blas` feature), and the gemm crate's with
-/// the `gemm` feature. Ids are `backend/MxKxN`.
+/// product (matrixmultiply, or OpenBLAS with the `blas` feature). Ids are `backend/MxKxN`.
 fn dgemm(c: &mut Criterion) {
     let mut group = c.benchmark_group("dgemm");
     group.sample_size(10);
@@ -60,36 +58,6 @@ fn dgemm(c: &mut Criterion) {
         group.throughput(Throughput::Elements(2 * (m * k * n) as u64));
         group.bench_function(BenchmarkId::new("ndarray", &shape), |bench| {
             bench.iter(|| a.dot(&b))
-        });
-        #[cfg(feature = "gemm")]
-        group.bench_function(BenchmarkId::new("gemm", &shape), |bench| {
-            let mut c = Array2::<f64>::zeros((m, n));
-            bench.iter(|| {
-                // SAFETY: a is m x k, b is k x n, c is m x n, all row-major and distinct.
-                unsafe {
-                    gemm::gemm(
-                        m,
-                        n,
-                        k,
-                        c.as_mut_ptr(),
-                        1,
-                        n as isize,
-                        false,
-                        a.as_ptr(),
-                        1,
-                        k as isize,
-                        b.as_ptr(),
-                        1,
-                        n as isize,
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        gemm::Parallelism::None,
-                    )
-                }
-            })
         });
     }
     group.finish();

@@ -15,11 +15,18 @@
 //! IEEE difference: where a weight underflows to 0 and its value is infinite, the full path
 //! gives `0 * inf = NaN`, the streamed one, rescaling in two steps, may give `inf`.)
 //!
-//! Its extra memory is one block of scores and one accumulator per thread, O(N d) in all
-//! (the fused Q, K, V and the output), against O(H N^2) for the path that keeps the weights.
-//! Query blocks run on all cores (`std::thread::scope`), and Q, K, V of every head come from
-//! one matrix product with the heads' projections side by side (one per input in
-//! cross-attention, where queries, keys and values come from different sequences).
+//! The work goes in units of one head over one block of query rows, handed out to a thread
+//! per core. Each unit runs a fused kernel: a panel of 8 query rows, one row a vector lane,
+//! times a block of keys gives a block of scores that stays in the first-level cache, where
+//! the online softmax runs on whole vectors (AVX2 and FMA where the CPU has them, chosen at
+//! run time) and the weights, never packed, meet V. K and V are packed once per head.
+//! Around it, two matrix products: Q, K, V of every head from one product with the heads'
+//! projections side by side (one per input in cross-attention, where queries, keys and
+//! values come from different sequences), and the concatenation times W_O.
+//!
+//! Its extra memory is O(N d): the fused Q, K, V, the packed K and V, the concatenation and
+//! the output, plus a block of scores and a block's accumulators per thread, against
+//! O(H N^2) for the path that keeps the weights.
 //!
 //! ```
 //! use attention_lab::prelude::*;
@@ -34,10 +41,16 @@
 //! # Ok::<(), AttentionError>(())
 //! ```
 
+mod kernel;
+mod simd;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use ndarray::{concatenate, s, Array1, Array2, ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis};
+use ndarray::linalg::general_mat_mul;
+use ndarray::{concatenate, s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
+
+use kernel::{PackedHead, Scratch};
 
 use crate::error::AttentionError;
 use crate::heads::{Head, MultiHead};
@@ -61,10 +74,12 @@ use crate::softmax::Softmax;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Streaming {
-    /// Query rows handled together (one unit of work for a thread), at most: a block above
-    /// 64 rows shrinks, down to 64, until every thread gets two blocks to share the load.
+    /// Query rows one unit of work (one head over a block of rows) takes, at most, rounded
+    /// up to whole panels of 8 rows; fewer when that would leave a thread fewer than four
+    /// units to share the load.
     pub query_block: usize,
-    /// Keys and values read per step of the online softmax.
+    /// Keys and values read per step of the online softmax, rounded up to a multiple of 6
+    /// (the kernel's tile).
     pub key_block: usize,
     /// Threads to use; 0 means one per core.
     pub threads: usize,
@@ -73,8 +88,8 @@ pub struct Streaming {
 impl Default for Streaming {
     fn default() -> Streaming {
         Streaming {
-            query_block: 512,
-            key_block: 512,
+            query_block: 192,
+            key_block: 288,
             threads: 0,
         }
     }
@@ -699,28 +714,62 @@ fn forward(
     Ok(out)
 }
 
-/// `x [w_1 | w_2 | ..]`, its rows shared among the threads.
+/// `x [w_1 | w_2 | ..]`.
 fn project(
     x: ArrayView2<'_, f64>,
     ws: &[ArrayView2<'_, f64>],
     streaming: Streaming,
 ) -> Array2<f64> {
+    let width = ws.iter().map(|w| w.ncols()).sum();
+    let mut out = Array2::zeros((x.nrows(), width));
+    product(x, ws, out.view_mut(), streaming);
+    out
+}
+
+/// `out = x [w_1 | w_2 | ..]`, its columns shared among the threads (each thread packs `x`,
+/// which costs little beside the product, and its own share of the weights).
+fn product(
+    x: ArrayView2<'_, f64>,
+    ws: &[ArrayView2<'_, f64>],
+    mut out: ArrayViewMut2<'_, f64>,
+    streaming: Streaming,
+) {
     // The inputs were checked against every projection's rows.
     let w = concatenate(Axis(1), ws).expect("projections share their row count");
-    let mut out = Array2::zeros((x.nrows(), w.ncols()));
-    // Below 128 rows a thread costs more than it saves.
-    let threads = streaming.threads_for(x.nrows().div_ceil(128));
-    let rows = x.nrows().div_ceil(threads).max(1);
-    let w = w.view();
+    let n = w.ncols();
+    // Small products stay on the calling thread: a thread costs more than it saves.
+    let work = x.nrows().saturating_mul(w.len());
+    let threads = if work < crate::parallel::MIN_WORK {
+        1
+    } else {
+        streaming.threads_for(n.div_ceil(64))
+    };
+    let cols = n.div_ceil(threads).max(1);
+    let (x, w) = (&x, w.view());
     std::thread::scope(|scope| {
-        for (x_part, mut out_part) in x
-            .axis_chunks_iter(Axis(0), rows)
-            .zip(out.axis_chunks_iter_mut(Axis(0), rows))
-        {
-            scope.spawn(move || matmul(1.0, &x_part, &w, 0.0, &mut out_part));
+        for (i, mut out) in out.axis_chunks_iter_mut(Axis(1), cols).enumerate() {
+            let w = w.slice_move(s![.., i * cols..i * cols + out.ncols()]);
+            scope.spawn(move || general_mat_mul(1.0, x, &w, 0.0, &mut out));
         }
     });
-    out
+}
+
+/// `view` cut into blocks of `rows` rows (the last may be shorter), each with the index of
+/// its first row.
+fn row_blocks(
+    mut view: ArrayViewMut2<'_, f64>,
+    rows: usize,
+) -> Vec<(usize, ArrayViewMut2<'_, f64>)> {
+    let mut blocks = Vec::new();
+    let mut first = 0;
+    while view.nrows() > 0 {
+        let take = rows.min(view.nrows());
+        let (block, rest) = view.split_at(Axis(0), take);
+        blocks.push((first, block));
+        first += take;
+        view = rest;
+    }
+    blocks
 }
 
 /// Streams every head over every query block into `out` (the concatenation, or its product
@@ -734,436 +783,86 @@ fn run(
     mut out: ArrayViewMut2<'_, f64>,
     streaming: Streaming,
 ) {
-    // Two blocks per thread at least, so that a thread slowed by other work hands its share
-    // to the others; larger blocks pack K and V fewer times.
-    let per_two = q
-        .nrows()
-        .div_ceil(streaming.threads_for(usize::MAX).saturating_mul(2))
-        .max(64);
-    // Blocks larger than the input would only allocate scratch that is never used.
+    let (n, heads) = (q.nrows(), plan.heads.len());
+    let threads = streaming.threads_for(usize::MAX);
+    // Keys and values packed once per head, by the heads shared among the threads.
+    let packed: Vec<Mutex<Option<PackedHead>>> = (0..heads).map(|_| Mutex::new(None)).collect();
+    queue(
+        threads,
+        packed.iter().zip(&plan.heads),
+        |(slot, cols), _| {
+            let head = PackedHead::new(
+                k.slice(s![.., cols.k..cols.k + cols.d_k]),
+                v.slice(s![.., cols.v..cols.v + cols.d_v]),
+            );
+            *slot.lock().expect("one thread packs a head") = Some(head);
+        },
+    );
+    let packed: Vec<PackedHead> = packed
+        .into_iter()
+        .map(|slot| slot.into_inner().ok().flatten().expect("every head packed"))
+        .collect();
+    // A unit of work is one head over one block of query rows (whole panels of the
+    // kernel's rows); four units a thread at least, so that a thread slowed by other work
+    // hands its share to the others.
+    let per_head = threads.saturating_mul(4).div_ceil(heads.max(1));
     let query_block = streaming
         .query_block
-        .min(per_two)
-        .clamp(1, q.nrows().max(1));
-    let key_block = streaming.key_block.clamp(1, k.nrows().max(1));
-    let blocks: Vec<Mutex<ArrayViewMut2<'_, f64>>> = out
-        .axis_chunks_iter_mut(Axis(0), query_block)
-        .map(Mutex::new)
-        .collect();
+        .min(n.div_ceil(per_head))
+        .max(1)
+        .next_multiple_of(kernel::ROWS);
+    let mut concat = Array2::zeros((n, plan.width));
+    let mut units = Vec::new();
+    let mut rest = concat.view_mut();
+    for (cols, head) in plan.heads.iter().zip(&packed) {
+        let (z, after) = rest.split_at(Axis(1), cols.d_v);
+        rest = after;
+        let blocks = row_blocks(z, query_block).into_iter();
+        units.extend(blocks.map(|(first, z)| (cols, head, first, z)));
+    }
+    queue(threads, units, |(cols, head, first, mut z), scratch| {
+        let rows = first..first + z.nrows();
+        kernel::attend(
+            q.slice(s![rows, cols.q..cols.q + cols.d_k]),
+            head,
+            cols.softmax,
+            plan.mask.map(|m| (m, first)),
+            streaming.key_block,
+            scratch,
+            z.view_mut(),
+        );
+    });
+    match wo {
+        Some(wo) => product(concat.view(), &[wo.view()], out.view_mut(), streaming),
+        None => out.assign(&concat),
+    }
+    if let Some(bo) = plan.bo {
+        out += bo;
+    }
+}
+
+/// `work` on every unit, the units handed out one at a time to up to `threads` threads,
+/// each with its own kernel scratch memory.
+fn queue<U: Send>(
+    threads: usize,
+    units: impl IntoIterator<Item = U>,
+    work: impl Fn(U, &mut Scratch) + Sync,
+) {
+    let units: Vec<Mutex<Option<U>>> = units.into_iter().map(|u| Mutex::new(Some(u))).collect();
     let next = AtomicUsize::new(0);
-    let threads = streaming.threads_for(blocks.len());
-    let work = || {
-        let mut concat = Array2::zeros((query_block, plan.width));
-        let mut online = Online::new(query_block, key_block, plan.width);
-        loop {
-            let b = next.fetch_add(1, Ordering::Relaxed);
-            let Some(block) = blocks.get(b) else { break };
-            let mut block = block.lock().expect("each block is taken by one thread");
-            let rows = b * query_block..b * query_block + block.nrows();
-            let mut concat = concat.slice_mut(s![..rows.len(), ..]);
-            let mut offset = 0;
-            for cols in &plan.heads {
-                let q_h = q.slice(s![rows.clone(), cols.q..cols.q + cols.d_k]);
-                let k_h = k.slice(s![.., cols.k..cols.k + cols.d_k]);
-                let v_h = v.slice(s![.., cols.v..cols.v + cols.d_v]);
-                let z_h = concat.slice_mut(s![.., offset..offset + cols.d_v]);
-                let mask = plan.mask.map(|m| (m, rows.start));
-                stream_head(
-                    q_h,
-                    k_h,
-                    v_h,
-                    cols.softmax,
-                    mask,
-                    key_block,
-                    &mut online,
-                    z_h,
-                );
-                offset += cols.d_v;
-            }
-            match wo {
-                Some(wo) => matmul(1.0, &concat.view(), &wo.view(), 0.0, &mut block),
-                None => block.assign(&concat),
-            }
-            if let Some(bo) = plan.bo {
-                *block += bo;
-            }
+    let worker = || {
+        let mut scratch = Scratch::default();
+        while let Some(unit) = units.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let unit = unit.lock().expect("one thread takes a unit").take();
+            work(unit.expect("each unit is taken once"), &mut scratch);
         }
     };
-    if threads == 1 {
-        work();
-    } else {
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(work);
+    match threads.min(units.len()) {
+        0 | 1 => worker(),
+        workers => std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(worker);
             }
-        });
-    }
-}
-
-/// `c = alpha a b + beta c` on one thread, by the backend the build chose: ndarray's own
-/// (matrixmultiply, or the system's BLAS with the `blas` feature), or with the `gemm`
-/// feature the gemm crate, whose AVX-512 kernels measured faster (BENCHMARKS.md).
-#[cfg(not(feature = "gemm"))]
-fn matmul(
-    alpha: f64,
-    a: &ArrayView2<'_, f64>,
-    b: &ArrayView2<'_, f64>,
-    beta: f64,
-    c: &mut ArrayViewMut2<'_, f64>,
-) {
-    ndarray::linalg::general_mat_mul(alpha, a, b, beta, c);
-}
-
-#[cfg(feature = "gemm")]
-fn matmul(
-    alpha: f64,
-    a: &ArrayView2<'_, f64>,
-    b: &ArrayView2<'_, f64>,
-    beta: f64,
-    c: &mut ArrayViewMut2<'_, f64>,
-) {
-    let ((m, k), n) = (a.dim(), b.ncols());
-    assert_eq!((b.nrows(), c.dim()), (k, (m, n)), "matmul shapes");
-    if m == 0 || n == 0 {
-        return;
-    }
-    if k == 0 {
-        // An empty sum: ndarray's product gives beta c (zeros when beta is 0).
-        c.mapv_inplace(|x| if beta == 0.0 { 0.0 } else { beta * x });
-        return;
-    }
-    let (ars, acs) = (a.strides()[0], a.strides()[1]);
-    let (brs, bcs) = (b.strides()[0], b.strides()[1]);
-    let (crs, ccs) = (c.strides()[0], c.strides()[1]);
-    // SAFETY: the three views are valid for their shapes and strides, and c, borrowed
-    // mutably, overlaps neither a nor b. gemm computes dst = alpha dst + beta lhs rhs.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            c.as_mut_ptr(),
-            ccs,
-            crs,
-            beta != 0.0,
-            a.as_ptr(),
-            acs,
-            ars,
-            b.as_ptr(),
-            bcs,
-            brs,
-            beta,
-            alpha,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
-}
-
-/// One thread's working memory: a block of scores and the online softmax's state.
-struct Online {
-    scores: Array2<f64>,
-    acc: Array2<f64>,
-    max: Array1<f64>,
-    sum: Array1<f64>,
-}
-
-impl Online {
-    fn new(query_block: usize, key_block: usize, width: usize) -> Online {
-        Online {
-            scores: Array2::zeros((query_block, key_block)),
-            acc: Array2::zeros((query_block, width)),
-            max: Array1::zeros(query_block),
-            sum: Array1::zeros(query_block),
-        }
-    }
-}
-
-/// One head's `z` for one block of query rows, by the online softmax over blocks of keys.
-/// `mask` comes with the index of the block's first query row in the whole mask.
-#[allow(clippy::too_many_arguments)]
-fn stream_head(
-    q: ArrayView2<'_, f64>,
-    k: ArrayView2<'_, f64>,
-    v: ArrayView2<'_, f64>,
-    softmax: Softmax,
-    mask: Option<(&Mask, usize)>,
-    key_block: usize,
-    online: &mut Online,
-    mut z: ArrayViewMut2<'_, f64>,
-) {
-    let rows = q.nrows();
-    if k.nrows() == 0 {
-        // No keys: the weights have no columns and `weights V` is all zeros.
-        z.fill(0.0);
-        return;
-    }
-    let scale = 1.0 / (q.ncols() as f64).sqrt();
-    let mut acc = online.acc.slice_mut(s![..rows, ..v.ncols()]);
-    acc.fill(0.0);
-    let mut max = online.max.slice_mut(s![..rows]);
-    max.fill(f64::NEG_INFINITY);
-    let mut sum = online.sum.slice_mut(s![..rows]);
-    sum.fill(0.0);
-    for start in (0..k.nrows()).step_by(key_block) {
-        let end = (start + key_block).min(k.nrows());
-        let k_b = k.slice(s![start..end, ..]);
-        let v_b = v.slice(s![start..end, ..]);
-        let mut scores = online.scores.slice_mut(s![..rows, ..end - start]);
-        matmul(scale, &q, &k_b.t(), 0.0, &mut scores);
-        if let Some((mask, row)) = mask {
-            mask.apply_block(scores.view_mut(), row, start);
-        }
-        for (((mut p, m), l), mut a) in scores
-            .rows_mut()
-            .into_iter()
-            .zip(max.iter_mut())
-            .zip(sum.iter_mut())
-            .zip(acc.rows_mut())
-        {
-            let p = p.as_slice_mut().expect("scores rows are contiguous");
-            let new_max = nan_max(*m, p);
-            // A row whose scores are all -inf so far adds nothing yet (as masked keys will).
-            let shift = if new_max == f64::NEG_INFINITY {
-                0.0
-            } else {
-                new_max
-            };
-            let block_sum = exp_shifted(p, shift);
-            let rescale = (*m - shift).exp();
-            if rescale != 1.0 {
-                a.mapv_inplace(|x| x * rescale);
-                *l *= rescale;
-            }
-            *l += block_sum;
-            *m = new_max;
-        }
-        matmul(1.0, &scores.view(), &v_b, 1.0, &mut acc);
-    }
-    for (((mut z_row, a), &l), &m) in z
-        .rows_mut()
-        .into_iter()
-        .zip(acc.rows())
-        .zip(sum.iter())
-        .zip(max.iter())
-    {
-        z_row.zip_mut_with(&a, |z, &a| *z = a / l);
-        if softmax == Softmax::Naive {
-            naive_edges(m, l, z_row.view_mut());
-        }
-        // Every key blocked: zero weights where the softmax gives 0 / 0, as the full path
-        // does; `acc` is then those weights times V (zeros, or NaN where V holds NaN or inf).
-        if mask.is_some() && m == f64::NEG_INFINITY {
-            z_row.assign(&a);
-        }
-    }
-}
-
-/// Where `exp(s) / sum(exp(s))` breaks down, gives the row what that formula gives: NaN when
-/// some `exp(s)` overflows (inf / inf) or every one underflows (0 / 0), zeros when only their
-/// sum `l exp(m)` overflows. Elsewhere the naive and the stable softmax agree.
-fn naive_edges(m: f64, l: f64, mut z: ArrayViewMut1<'_, f64>) {
-    let largest = m.exp();
-    if largest == f64::INFINITY || largest == 0.0 {
-        z.fill(f64::NAN);
-    } else if l * largest == f64::INFINITY {
-        z.fill(0.0);
-    }
-}
-
-/// The larger of `m` and every value of `p`, NaN if any is NaN (as `np.max`).
-fn nan_max(m: f64, p: &[f64]) -> f64 {
-    let mut lanes = [m; 8];
-    let mut nan = m.is_nan();
-    let mut chunks = p.chunks_exact(8);
-    for c in &mut chunks {
-        for (lane, &v) in lanes.iter_mut().zip(c) {
-            *lane = if v > *lane { v } else { *lane };
-            nan |= v.is_nan();
-        }
-    }
-    for &v in chunks.remainder() {
-        lanes[0] = if v > lanes[0] { v } else { lanes[0] };
-        nan |= v.is_nan();
-    }
-    if nan {
-        f64::NAN
-    } else {
-        lanes.into_iter().fold(f64::NEG_INFINITY, f64::max)
-    }
-}
-
-/// `p[i] = exp(p[i] - shift)` for every `i`; returns their sum.
-fn exp_shifted(p: &mut [f64], shift: f64) -> f64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx512f") {
-            // SAFETY: the CPU has the features the function is compiled for.
-            return unsafe { exp_shifted_avx512(p, shift) };
-        }
-        if has!("avx2") && has!("fma") {
-            // SAFETY: as above.
-            return unsafe { exp_shifted_avx2(p, shift) };
-        }
-    }
-    exp_shifted_with(p, shift, |a, b, c| a * b + c)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-unsafe fn exp_shifted_avx512(p: &mut [f64], shift: f64) -> f64 {
-    exp_shifted_with(p, shift, f64::mul_add)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn exp_shifted_avx2(p: &mut [f64], shift: f64) -> f64 {
-    exp_shifted_with(p, shift, f64::mul_add)
-}
-
-/// The loop every variant compiles: branch-free, so the compiler vectorises it. `fma` is
-/// `a * b + c`, fused where the CPU can (a software fused multiply-add would be slow).
-#[inline(always)]
-fn exp_shifted_with(p: &mut [f64], shift: f64, fma: impl Fn(f64, f64, f64) -> f64 + Copy) -> f64 {
-    let mut lanes = [0.0; 8];
-    let mut chunks = p.chunks_exact_mut(8);
-    for c in &mut chunks {
-        for (lane, x) in lanes.iter_mut().zip(c.iter_mut()) {
-            *x = exp_with(*x - shift, fma);
-            *lane += *x;
-        }
-    }
-    for x in chunks.into_remainder() {
-        *x = exp_with(*x - shift, fma);
-        lanes[0] += *x;
-    }
-    ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
-        + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]))
-}
-
-/// `exp(x)` to within 2 ulp of `f64::exp`, without branches (so that it vectorises):
-/// `x = n ln 2 + r` with `|r| <= ln 2 / 2`, `exp(r)` by its Taylor polynomial, times `2^n`.
-#[inline(always)]
-fn exp_with(x: f64, fma: impl Fn(f64, f64, f64) -> f64) -> f64 {
-    const LOG2_E: f64 = std::f64::consts::LOG2_E;
-    // ln 2 in two parts: n * LN2_HI is exact for |n| < 2^11.
-    const LN2_HI: f64 = 0.693_147_180_369_123_8;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-    // Adding 1.5 * 2^52 rounds to an integer, which then sits in the low mantissa bits.
-    const ROUND: f64 = 6_755_399_441_055_744.0;
-    // Outside [-746, 710] exp is 0 or inf; clamping keeps 2^n representable.
-    let c = x.clamp(-746.0, 710.0);
-    let n = (c * LOG2_E + ROUND) - ROUND;
-    let r = (c - n * LN2_HI) - n * LN2_LO;
-    let mut poly = 1.0 / 479_001_600.0; // 1/12!
-    for k in (1..12).rev() {
-        poly = fma(poly, r, INV_FACTORIAL[k]);
-    }
-    let e = fma(poly, r, 1.0);
-    // 2^n as two factors, so that results below the smallest normal come out subnormal.
-    let n1 = (n * 0.5).floor();
-    let n2 = n - n1;
-    let two_to = |k: f64| f64::from_bits((k + 1023.0 + ROUND).to_bits() << 52);
-    let result = e * two_to(n1) * two_to(n2);
-    if x.is_nan() {
-        x
-    } else {
-        result
-    }
-}
-
-/// `1 / k!` for k = 0..12.
-const INV_FACTORIAL: [f64; 12] = [
-    1.0,
-    1.0,
-    1.0 / 2.0,
-    1.0 / 6.0,
-    1.0 / 24.0,
-    1.0 / 120.0,
-    1.0 / 720.0,
-    1.0 / 5_040.0,
-    1.0 / 40_320.0,
-    1.0 / 362_880.0,
-    1.0 / 3_628_800.0,
-    1.0 / 39_916_800.0,
-];
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn exp(x: f64) -> f64 {
-        let mut one = [x];
-        exp_shifted(&mut one, 0.0);
-        let portable = exp_with(x, |a, b, c| a * b + c);
-        assert!(
-            one[0].to_bits() == portable.to_bits() || ulps(one[0], portable) <= 1 || x.is_nan()
-        );
-        one[0]
-    }
-
-    fn ulps(a: f64, b: f64) -> u64 {
-        (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs()
-    }
-
-    #[test]
-    fn exp_is_within_two_ulp_of_std() {
-        let mut worst = 0;
-        let mut x = -745.5;
-        while x < 709.9 {
-            worst = worst.max(ulps(exp(x), x.exp()));
-            x += 0.000_731_9;
-        }
-        assert!(worst <= 2, "worst error {worst} ulp");
-    }
-
-    #[test]
-    fn exp_edges_as_std() {
-        for x in [
-            0.0,
-            -0.0,
-            -1e-300,
-            709.78,
-            709.79,
-            710.0,
-            1e300,
-            f64::INFINITY,
-            -708.4,
-            -740.0,
-            -745.1,
-            -745.2,
-            -800.0,
-            f64::NEG_INFINITY,
-        ] {
-            let (ours, std) = (exp(x), x.exp());
-            assert!(
-                ours == std || ulps(ours, std) <= 2,
-                "exp({x}) = {ours}, std {std}"
-            );
-        }
-        assert!(exp(f64::NAN).is_nan());
-    }
-
-    #[test]
-    fn exp_shifted_sums_what_it_writes() {
-        let mut p: Vec<f64> = (0..21).map(|i| i as f64 * 0.37 - 3.0).collect();
-        let want: Vec<f64> = p.iter().map(|v| (v - 1.5).exp()).collect();
-        let total = exp_shifted(&mut p, 1.5);
-        for (a, b) in p.iter().zip(&want) {
-            assert!(ulps(*a, *b) <= 2);
-        }
-        assert!((total - want.iter().sum::<f64>()).abs() < 1e-13);
-    }
-
-    #[test]
-    fn nan_max_propagates_nan_and_finds_the_max() {
-        let mut p: Vec<f64> = (0..19).map(|i| (i as f64 - 9.0).powi(2)).collect();
-        assert_eq!(nan_max(f64::NEG_INFINITY, &p), 81.0);
-        assert_eq!(nan_max(100.0, &p), 100.0);
-        p[17] = f64::NAN;
-        assert!(nan_max(0.0, &p).is_nan());
+        }),
     }
 }

@@ -1,0 +1,409 @@
+//! The fused block kernel: one head's `z` for a block of query rows, with the scores of a
+//! block of keys kept in the first-level cache between the two products.
+//!
+//! Query rows go in panels of [`ROWS`], one row a vector lane ([`pack_rows`]), so the online
+//! softmax (max, exp, sum, rescale) runs on whole vectors and never reduces across lanes.
+//! For each panel and block of keys:
+//!
+//! 1. `scores = Q K^T / sqrt(d_k)`, tile by tile of [`ROWS`] x [`COLS`] in registers (12
+//!    accumulators, the shape AVX2's 16 registers hold), written key by key (each key's
+//!    [`ROWS`] scores side by side), which is the layout the second product reads its left
+//!    operand in: the scores are never packed;
+//! 2. the mask, then the online softmax over the block, in place;
+//! 3. `acc += weights V`, tile by tile.
+//!
+//! K^T and V are packed once per head and call, in panels of [`COLS`] columns ([`Panels`]),
+//! and shared by every thread; a block's queries once per block.
+
+use ndarray::{s, ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis};
+
+use super::simd::{exp, Lanes, Portable};
+use crate::mask::Mask;
+use crate::softmax::Softmax;
+
+/// Query rows a panel holds: [`VECS`] vectors of four, one row a lane.
+pub(super) const ROWS: usize = 8;
+/// Keys (in the scores) or value columns (in `weights V`) a register tile holds.
+pub(super) const COLS: usize = 6;
+/// Vectors of four lanes in a panel.
+const VECS: usize = ROWS / 4;
+
+/// A right operand in panels of [`COLS`] columns: panel `p` (columns `COLS p..`) is every
+/// row's [`COLS`] values, the last panel padded with zero columns. K^T (keys as columns), V
+/// and the weight matrices of the projections take this form.
+pub(super) struct Panels {
+    values: Vec<f64>,
+    rows: usize,
+    cols: usize,
+}
+
+impl Panels {
+    /// Packs `b` (rows x cols).
+    pub(super) fn new(b: ArrayView2<'_, f64>) -> Panels {
+        let (rows, cols) = b.dim();
+        let mut values = vec![0.0; cols.div_ceil(COLS) * rows * COLS];
+        for (p, panel) in b.axis_chunks_iter(Axis(1), COLS).enumerate() {
+            let packed = &mut values[p * rows * COLS..(p + 1) * rows * COLS];
+            for (row, packed) in panel.rows().into_iter().zip(packed.chunks_exact_mut(COLS)) {
+                for (to, &x) in packed.iter_mut().zip(&row) {
+                    *to = x;
+                }
+            }
+        }
+        Panels { values, rows, cols }
+    }
+
+    /// Panel `p`'s rows `from..`.
+    fn panel(&self, p: usize, from: usize) -> &[f64] {
+        &self.values[(p * self.rows + from) * COLS..(p + 1) * self.rows * COLS]
+    }
+}
+
+/// One head's keys and values, packed for [`attend`]: K^T (d_k x keys) and V (keys x d_v).
+pub(super) struct PackedHead {
+    keys: Panels,
+    values: Panels,
+}
+
+impl PackedHead {
+    /// Packs `k` (keys x d_k) and `v` (keys x d_v).
+    pub(super) fn new(k: ArrayView2<'_, f64>, v: ArrayView2<'_, f64>) -> PackedHead {
+        PackedHead {
+            keys: Panels::new(k.t()),
+            values: Panels::new(v),
+        }
+    }
+}
+
+/// `a`'s rows into `packed` in panels of [`ROWS`]: panel `i` is every column's [`ROWS`]
+/// values of rows `ROWS i..`, one row a lane; lanes past the last row are zero.
+fn pack_rows(a: ArrayView2<'_, f64>, packed: &mut [f64]) {
+    let k = a.ncols();
+    for (rows, panel) in a
+        .axis_chunks_iter(Axis(0), ROWS)
+        .zip(packed.chunks_exact_mut(k * ROWS))
+    {
+        for (lane, row) in rows.rows().into_iter().enumerate() {
+            for (d, &x) in row.iter().enumerate() {
+                panel[d * ROWS + lane] = x;
+            }
+        }
+    }
+}
+
+/// A thread's working memory, reused from call to call. Every buffer starts on a cache
+/// line, so that a panel's row of [`ROWS`] lanes (64 bytes) is one line: a vector load that
+/// straddled two lines would cost two.
+#[derive(Default)]
+pub(super) struct Scratch {
+    /// The block's queries (or a product's left rows): panel-major, each row of the
+    /// operand's columns in [`ROWS`] lanes.
+    q: Lines,
+    /// One panel's scores, then weights, for one block of keys: key-major, [`ROWS`] lanes.
+    p: Lines,
+    /// The accumulators: panel-major, each `d_v` (padded) rows of [`ROWS`] lanes.
+    acc: Lines,
+    /// Running max and running sum: [`ROWS`] lanes a panel.
+    max: Lines,
+    sum: Lines,
+}
+
+/// A buffer of `f64` on whole cache lines.
+#[derive(Default)]
+struct Lines(Vec<Line>);
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([f64; 8]);
+
+impl Lines {
+    /// The first `len` values, all set to `value`; the buffer grows if it is shorter.
+    fn fill(&mut self, len: usize, value: f64) -> &mut [f64] {
+        let lines = len.div_ceil(8);
+        if self.0.len() < lines {
+            self.0.resize(lines, Line([0.0; 8]));
+        }
+        // SAFETY: a Line is 8 f64 and nothing else (repr(C), 64 bytes), so `lines` Lines
+        // are `8 lines` f64 in a row.
+        let values =
+            unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast::<f64>(), lines * 8) };
+        values[..len].fill(value);
+        &mut values[..len]
+    }
+}
+
+/// Where the query rows' mask comes from: the mask, and the index of the block's first row.
+pub(super) type BlockMask<'m> = Option<(&'m Mask, usize)>;
+
+/// One head's `z` for the query rows `q` (row `i` of `z` for row `i` of `q`), by the online
+/// softmax over blocks of `key_block` keys (rounded up to a multiple of [`COLS`]).
+pub(super) fn attend(
+    q: ArrayView2<'_, f64>,
+    head: &PackedHead,
+    softmax: Softmax,
+    mask: BlockMask<'_>,
+    key_block: usize,
+    scratch: &mut Scratch,
+    z: ArrayViewMut2<'_, f64>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(avx2) = super::simd::Avx2::detect() {
+        // SAFETY: the CPU has AVX2 and FMA (the token says so).
+        unsafe { attend_avx2(avx2, q, head, softmax, mask, key_block, scratch, z) };
+        return;
+    }
+    attend_with(Portable, q, head, softmax, mask, key_block, scratch, z);
+}
+
+/// [`attend_with`] compiled for AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn attend_avx2(
+    s: super::simd::Avx2,
+    q: ArrayView2<'_, f64>,
+    head: &PackedHead,
+    softmax: Softmax,
+    mask: BlockMask<'_>,
+    key_block: usize,
+    scratch: &mut Scratch,
+    z: ArrayViewMut2<'_, f64>,
+) {
+    attend_with(s, q, head, softmax, mask, key_block, scratch, z);
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn attend_with<S: Lanes>(
+    s: S,
+    q: ArrayView2<'_, f64>,
+    head: &PackedHead,
+    softmax: Softmax,
+    mask: BlockMask<'_>,
+    key_block: usize,
+    scratch: &mut Scratch,
+    mut z: ArrayViewMut2<'_, f64>,
+) {
+    let (rows, d_k, n_keys, d_v) = (q.nrows(), q.ncols(), head.values.rows, head.values.cols);
+    if n_keys == 0 {
+        // No keys: the weights have no columns and `weights V` is all zeros.
+        z.fill(0.0);
+        return;
+    }
+    let panels = rows.div_ceil(ROWS);
+    let width = d_v.div_ceil(COLS) * COLS;
+    let key_block = key_block.clamp(1, n_keys).next_multiple_of(COLS);
+    let packed_q = scratch.q.fill(panels * d_k * ROWS, 0.0);
+    pack_rows(q, packed_q);
+    let p = scratch.p.fill(key_block * ROWS, 0.0);
+    let acc = scratch.acc.fill(panels * width * ROWS, 0.0);
+    let max = scratch.max.fill(panels * ROWS, f64::NEG_INFINITY);
+    let sum = scratch.sum.fill(panels * ROWS, 0.0);
+    // d_k = 0: every score is an empty sum, 0 (the scale would be inf).
+    let scale = if d_k == 0 {
+        0.0
+    } else {
+        1.0 / (d_k as f64).sqrt()
+    };
+    for start in (0..n_keys).step_by(key_block) {
+        let count = key_block.min(n_keys - start);
+        for panel in 0..panels {
+            let q_panel = &packed_q[panel * d_k * ROWS..(panel + 1) * d_k * ROWS];
+            let block_max = scores(s, q_panel, &head.keys, start, count, scale, p);
+            let block_max = match mask {
+                None => Some(block_max),
+                Some((mask, first)) => {
+                    let live = ROWS.min(rows - panel * ROWS);
+                    let block = ArrayViewMut2::from_shape((count, ROWS), &mut p[..count * ROWS])
+                        .expect("the scores hold count x ROWS values");
+                    let mut block = block.reversed_axes();
+                    mask.apply_block(block.slice_mut(s![..live, ..]), first + panel * ROWS, start);
+                    None
+                }
+            };
+            let lanes = panel * ROWS..(panel + 1) * ROWS;
+            let acc = &mut acc[panel * width * ROWS..(panel + 1) * width * ROWS];
+            let p = &mut p[..count * ROWS];
+            online_softmax(
+                s,
+                p,
+                block_max,
+                &mut max[lanes.clone()],
+                &mut sum[lanes],
+                acc,
+            );
+            weights_times_values(s, p, &head.values, start, acc);
+        }
+    }
+    for (i, mut z_row) in z.rows_mut().into_iter().enumerate() {
+        let (panel, lane) = (i / ROWS, i % ROWS);
+        let (m, l) = (max[i], sum[i]);
+        let acc = &acc[panel * width * ROWS + lane..];
+        // Every key blocked: zero weights where the softmax gives 0 / 0, as the full path
+        // does; `acc` is then those weights times V (zeros, or NaN where V holds NaN or inf).
+        let blocked = mask.is_some() && m == f64::NEG_INFINITY;
+        for (c, z) in z_row.iter_mut().enumerate() {
+            let a = acc[c * ROWS];
+            *z = if blocked { a } else { a / l };
+        }
+        if softmax == Softmax::Naive && !blocked {
+            naive_edges(m, l, z_row.view_mut());
+        }
+    }
+}
+
+/// `p` = one panel's scores over `count` keys, key-major: `q_panel` (`d_k` rows of
+/// [`ROWS`]) times the key panels from `keys`, times `scale`. Returns the largest score of
+/// each lane (NaN if one is NaN), so that an unmasked block needs no pass to find it.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn scores<S: Lanes>(
+    s: S,
+    q_panel: &[f64],
+    keys: &Panels,
+    start: usize,
+    count: usize,
+    scale: f64,
+    p: &mut [f64],
+) -> [S::V; VECS] {
+    let d_k = keys.rows;
+    let scale = s.splat(scale);
+    let mut max = [s.splat(f64::NEG_INFINITY); VECS];
+    for first in (0..count).step_by(COLS) {
+        let tile = tile(s, d_k, q_panel, keys.panel((start + first) / COLS, 0));
+        for (j, column) in tile.iter().enumerate().take(count - first) {
+            for r in 0..VECS {
+                let scores = s.mul(column[r], scale);
+                max[r] = s.max(max[r], scores);
+                // SAFETY: p holds key_block >= count keys of ROWS lanes.
+                unsafe { s.store(p[(first + j) * ROWS + 4 * r..].as_mut_ptr(), scores) };
+            }
+        }
+    }
+    max
+}
+
+/// `acc += weights V` for one panel: `p` holds the weights of keys `start..`, key-major.
+#[inline(always)]
+fn weights_times_values<S: Lanes>(s: S, p: &[f64], values: &Panels, start: usize, acc: &mut [f64]) {
+    let count = p.len() / ROWS;
+    for (t, acc) in acc.chunks_exact_mut(COLS * ROWS).enumerate() {
+        let tile = tile(s, count, p, values.panel(t, start));
+        for (j, column) in tile.iter().enumerate() {
+            for (r, &sum) in column.iter().enumerate() {
+                let at = acc[j * ROWS + 4 * r..].as_mut_ptr();
+                // SAFETY: acc holds COLS columns of ROWS lanes.
+                unsafe { s.store(at, s.add(s.load(at), sum)) };
+            }
+        }
+    }
+}
+
+/// The register tile: `a` (`k` rows of [`ROWS`]) times `b` (`k` rows of [`COLS`]), as
+/// [`COLS`] columns of [`VECS`] vectors.
+#[inline(always)]
+fn tile<S: Lanes>(s: S, k: usize, a: &[f64], b: &[f64]) -> [[S::V; VECS]; COLS] {
+    assert!(a.len() >= k * ROWS && b.len() >= k * COLS, "tile operands");
+    let mut c = [[s.splat(0.0); VECS]; COLS];
+    let (a, b) = (a.as_ptr(), b.as_ptr());
+    for i in 0..k {
+        // SAFETY: checked above: row i of a and of b are in bounds.
+        let mut row = [s.splat(0.0); VECS];
+        for (r, row) in row.iter_mut().enumerate() {
+            // SAFETY: as below.
+            *row = unsafe { s.load(a.add(i * ROWS + 4 * r)) };
+        }
+        for (j, column) in c.iter_mut().enumerate() {
+            // SAFETY: as above.
+            let b = s.splat(unsafe { *b.add(i * COLS + j) });
+            for (c, &a) in column.iter_mut().zip(&row) {
+                *c = s.fma(a, b, *c);
+            }
+        }
+    }
+    c
+}
+
+/// One block of the online softmax for one panel, on whole vectors: raises the running max
+/// over the block's scores (`block_max`, when the scores were not changed since it was
+/// found), turns them into `exp(score - max)`, and rescales the running sum and the
+/// accumulators by `exp(old max - new max)`. Both lane groups go side by side, so that two
+/// independent exponentials are always in flight.
+#[inline(always)]
+fn online_softmax<S: Lanes>(
+    s: S,
+    p: &mut [f64],
+    block_max: Option<[S::V; VECS]>,
+    max: &mut [f64],
+    sum: &mut [f64],
+    acc: &mut [f64],
+) {
+    let (mut old, mut new, mut shift) = (
+        [s.splat(0.0); VECS],
+        [s.splat(0.0); VECS],
+        [s.splat(0.0); VECS],
+    );
+    // SAFETY (every load and store below): max and sum hold ROWS lanes, p and acc whole
+    // rows of ROWS lanes.
+    for r in 0..VECS {
+        old[r] = unsafe { s.load(max[4 * r..].as_ptr()) };
+        new[r] = old[r];
+    }
+    match block_max {
+        Some(block) => {
+            for r in 0..VECS {
+                new[r] = s.max(new[r], block[r]);
+            }
+        }
+        None => {
+            for scores in p.chunks_exact(ROWS) {
+                for r in 0..VECS {
+                    new[r] = s.max(new[r], unsafe { s.load(scores[4 * r..].as_ptr()) });
+                }
+            }
+        }
+    }
+    for r in 0..VECS {
+        // A row whose scores are all -inf so far adds nothing yet (as masked keys will).
+        shift[r] = s.mul(s.zero_neg_infinity(new[r]), s.splat(-1.0));
+    }
+    let mut block_sum = [s.splat(0.0); VECS];
+    for scores in p.chunks_exact_mut(ROWS) {
+        for r in 0..VECS {
+            let at = scores[4 * r..].as_mut_ptr();
+            let e = exp(s, s.add(unsafe { s.load(at) }, shift[r]));
+            unsafe { s.store(at, e) };
+            block_sum[r] = s.add(block_sum[r], e);
+        }
+    }
+    let mut rescale = [s.splat(0.0); VECS];
+    for r in 0..VECS {
+        rescale[r] = exp(s, s.add(old[r], shift[r]));
+        let l = unsafe { s.load(sum[4 * r..].as_ptr()) };
+        unsafe {
+            s.store(
+                sum[4 * r..].as_mut_ptr(),
+                s.fma(l, rescale[r], block_sum[r]),
+            )
+        };
+        unsafe { s.store(max[4 * r..].as_mut_ptr(), new[r]) };
+    }
+    for column in acc.chunks_exact_mut(ROWS) {
+        for r in 0..VECS {
+            let at = column[4 * r..].as_mut_ptr();
+            unsafe { s.store(at, s.mul(s.load(at), rescale[r])) };
+        }
+    }
+}
+
+/// Where `exp(s) / sum(exp(s))` breaks down, gives the row what that formula gives: NaN when
+/// some `exp(s)` overflows (inf / inf) or every one underflows (0 / 0), zeros when only their
+/// sum `l exp(m)` overflows. Elsewhere the naive and the stable softmax agree.
+fn naive_edges(m: f64, l: f64, mut z: ArrayViewMut1<'_, f64>) {
+    let largest = m.exp();
+    if largest == f64::INFINITY || largest == 0.0 {
+        z.fill(f64::NAN);
+    } else if l * largest == f64::INFINITY {
+        z.fill(0.0);
+    }
+}
