@@ -114,7 +114,7 @@ pub fn run(args: LabArgs) -> Result<u8> {
 /// and [`process::catch_stop_signals`]) until it ends: waits up to 180 s for it to answer on
 /// `addr`, then calls `ready` (which prints what users need); returns its exit status (128 + N
 /// when a signal N killed it). A stop signal sent to us, or an error from `ready`, stops it and
-/// everything below us. `what` names it in messages.
+/// everything below us; so does its own end. `what` names it in messages.
 ///
 /// ```no_run
 /// use std::net::SocketAddr;
@@ -135,19 +135,60 @@ pub fn supervise(
     what: &str,
     ready: impl FnOnce() -> Result<()>,
 ) -> Result<u8> {
+    if let Some(code) = await_server(&mut child, addr, what)? {
+        return Ok(code);
+    }
+    if let Err(e) = ready() {
+        stop_server(&mut child, what);
+        return Err(e);
+    }
+    match watch(&mut child, what)? {
+        Ended::Stopped(code) => Ok(code),
+        Ended::Exited(code) => {
+            stop_leftovers();
+            Ok(code)
+        }
+    }
+}
+
+/// How a watched server ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// A stop signal came to us; the server and everything below us are stopped. 128 + N.
+    Stopped(u8),
+    /// The server ended by itself with this status (128 + N for a signal N); what it
+    /// started may still run.
+    Exited(u8),
+}
+
+/// Waits up to 180 s for `child` to answer on `addr`. `Some(128 + N)` when a stop signal N
+/// came first (then the server and everything below us are stopped).
+///
+/// ```no_run
+/// use attention_lab_jupyter::lab;
+/// let mut child = std::process::Command::new("python3").args(["-m", "http.server", "8124"]).spawn()?;
+/// let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 8124));
+/// assert_eq!(lab::await_server(&mut child, addr, "the server")?, None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// It ended before answering (everything below us is stopped), or did not answer in time (it
+/// is stopped).
+pub fn await_server(child: &mut Child, addr: SocketAddr, what: &str) -> Result<Option<u8>> {
     let started = Instant::now();
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
         if let Some(signal) = process::stop_signal() {
-            stop(&mut child, what);
+            stop_server(child, what);
             process::die_of(signal);
-            return Ok(u8::try_from(128 + signal).unwrap_or(1));
+            return Ok(Some(u8::try_from(128 + signal).unwrap_or(1)));
         }
         if let Ok(Some(status)) = child.try_wait() {
             stop_leftovers();
             return Err(problem!("{what} stopped before serving ({status})"));
         }
         if started.elapsed() > Duration::from_secs(180) {
-            stop(&mut child, what);
+            stop_server(child, what);
             return Err(problem!(
                 "{what} did not answer on port {} in 180 s",
                 addr.port()
@@ -155,26 +196,39 @@ pub fn supervise(
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    if let Err(e) = ready() {
-        stop(&mut child, what);
-        return Err(e);
-    }
+    Ok(None)
+}
+
+/// Waits for a serving `child` to end, reaping orphans re-parented to us meanwhile; a stop
+/// signal to us stops it and everything below us.
+///
+/// ```no_run
+/// use attention_lab_jupyter::lab::{self, Ended};
+/// let mut child = std::process::Command::new("true").spawn()?;
+/// assert_eq!(lab::watch(&mut child, "true")?, Ended::Exited(0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// Waiting for it failed (it is stopped).
+pub fn watch(child: &mut Child, what: &str) -> Result<Ended> {
     for round in 0u64.. {
         if let Some(signal) = process::stop_signal() {
-            stop(&mut child, what);
+            stop_server(child, what);
             process::die_of(signal);
-            return Ok(u8::try_from(128 + signal).unwrap_or(1));
+            return Ok(Ended::Stopped(u8::try_from(128 + signal).unwrap_or(1)));
         }
         match child.try_wait() {
             Ok(Some(status)) => {
-                stop_leftovers();
                 // Killed by a signal (out of memory, kill -9): a shell's 128 + N, not 0.
                 let code = status.code().or_else(|| status.signal().map(|s| 128 + s));
-                return Ok(code.map_or(1, |code| u8::try_from(code).unwrap_or(1)));
+                return Ok(Ended::Exited(
+                    code.map_or(1, |code| u8::try_from(code).unwrap_or(1)),
+                ));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(100)),
             Err(e) => {
-                stop(&mut child, what);
+                stop_server(child, what);
                 return Err(problem!("waiting for {what}: {}", io_text(&e)));
             }
         }
@@ -194,7 +248,13 @@ const LEFTOVER_GRACE: Duration = Duration::from_secs(2);
 
 /// Stops the server: SIGTERM, which JupyterLab (or JupyterHub) answers by shutting its
 /// kernels (or servers) down; SIGKILL after [`GRACE`]; then every process left below us.
-fn stop(child: &mut Child, what: &str) {
+///
+/// ```no_run
+/// let mut child = std::process::Command::new("sleep").arg("60").spawn()?;
+/// attention_lab_jupyter::lab::stop_server(&mut child, "sleep");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn stop_server(child: &mut Child, what: &str) {
     warn(&format!(
         "attention-lab: stopping {what} and what it started"
     ));
@@ -209,7 +269,11 @@ fn stop(child: &mut Child, what: &str) {
 /// Ends every descendant still running (a kernel JupyterLab did not stop, an orphan of a
 /// crashed server): SIGTERM, then SIGKILL after [`LEFTOVER_GRACE`]; reaps them all. Called
 /// only once JupyterLab itself is reaped, so reaping any child cannot take its status.
-fn stop_leftovers() {
+///
+/// ```no_run
+/// attention_lab_jupyter::lab::stop_leftovers();
+/// ```
+pub fn stop_leftovers() {
     for (signal, limit) in [(libc::SIGTERM, LEFTOVER_GRACE), (libc::SIGKILL, GRACE)] {
         process::signal_all(&process::descendants(), signal);
         let started = Instant::now();
