@@ -4,7 +4,13 @@
    (database, passwords, config), and neither can the student's own shell;
 2. a student's kernel killed in the middle of a cell: that student hears the kernel died,
    restarts it and runs a cell; another student's kernel, mid-cell at the same moment,
-   finishes as if nothing happened.
+   finishes as if nothing happened;
+3. the hub process killed (SIGKILL): `attention-lab hub` starts it again, the students'
+   servers are the same processes, a kernel keeps its variables and a saved notebook is
+   intact;
+4. with --memory-limit: a student's cell that takes more memory than the limit is ended
+   (that student's kernel group only) and the kernel runs the next cell; the other student's
+   kernel keeps its variables.
 
 Run as root with the hub's Python, against a hub whose roster holds two students:
 
@@ -84,10 +90,11 @@ class Kernel:
 
     async def wait(self, msg_id, timeout=300):
         """(reply status, stdout, errors, states seen) of one cell; status 'dead' when the
-        kernel died first."""
-        status, out, err, states = None, [], [], []
+        kernel died first. Done when both its reply (shell) and its idle (iopub) have come,
+        in either order: the two channels are forwarded independently."""
+        status, idle, out, err, states = None, False, [], [], []
         deadline = time.monotonic() + timeout
-        while True:
+        while status is None or not idle:
             raw = await asyncio.wait_for(self.inbox.get(), timeout=max(1, deadline - time.monotonic()))
             if raw is None:
                 return "closed", "".join(out), "".join(err), states
@@ -105,8 +112,9 @@ class Kernel:
                 (out if msg["content"]["name"] == "stdout" else err).append(msg["content"]["text"])
             elif kind == "error":
                 err.append(msg["content"]["ename"] + ": " + msg["content"]["evalue"])
-            elif kind == "status" and msg["content"]["execution_state"] == "idle" and status:
-                return status, "".join(out), "".join(err), states
+            elif kind == "status" and msg["content"]["execution_state"] == "idle":
+                idle = True
+        return status, "".join(out), "".join(err), states
 
     async def run(self, code, timeout=300):
         return await self.wait(self.send(code), timeout)
@@ -124,12 +132,46 @@ def kernel_pid(user):
     return pids[0] if pids else None
 
 
+def pids(user, pattern):
+    """Sorted pids of `user`'s processes whose command line holds `pattern`."""
+    out = subprocess.run(["pgrep", "-u", user, "-f", pattern], capture_output=True, text=True).stdout
+    return sorted(int(p) for p in out.split())
+
+
+async def hub_back(student, old_pid, timeout=120):
+    """Seconds until a new JupyterHub answers its API, or None."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        await asyncio.sleep(1)
+        try:
+            r = await student.fetch(f"/hub/api/users/{student.name}")
+        except Exception:
+            continue
+        if r.code == 200:
+            return time.monotonic() - started
+    return None
+
+
+def memory_group(pid):
+    """The memory cgroup of `pid`, from /proc (v1's memory line, or v2's)."""
+    if pid is None:
+        return ""
+    with open(f"/proc/{pid}/cgroup") as f:
+        lines = [line.strip().split(":", 2) for line in f]
+    for _, controllers, path in lines:
+        if "memory" in controllers.split(","):
+            return path
+    return next((path for _, controllers, path in lines if controllers == ""), "")
+
+
 async def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", required=True)
     parser.add_argument("--users", required=True, help="two logins, comma-separated")
     parser.add_argument("--password-prefix", required=True)
     parser.add_argument("--dir", default="/srv/attention-lab-hub")
+    parser.add_argument("--memory-limit", type=int, default=0,
+                        help="the hub's --mem-limit in bytes: check that a cell past it is ended")
     args = parser.parse_args()
     a_name, b_name = args.users.split(",")[:2]
     a, b = Student(args.url, a_name, args.password_prefix + a_name), Student(args.url, b_name, args.password_prefix + b_name)
@@ -175,6 +217,46 @@ async def main():
     check(status == "ok" and "42" in out, f"{a_name}'s restarted kernel runs a cell ({status}, {out.strip()!r})")
     status, out, _, _ = await kb.run('println!("{}", warm + 1);')
     check(status == "ok" and "2" in out, f"{b_name}'s kernel kept its variables ({status}, {out.strip()!r})")
+
+    # 3. The hub process killed while servers run.
+    saved = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c1", "metadata": {},
+                        "outputs": [], "source": "let kept = 42;"}],
+             "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    r = await b.fetch(f"/user/{b_name}/api/contents/fault-saved.ipynb", method="PUT",
+                      body=json.dumps({"type": "notebook", "format": "json", "content": saved}))
+    check(r.code in (200, 201), f"{b_name} saves a notebook (answer {r.code})")
+    servers = {n: pids(n, "jupyterhub-singleuser") for n in (a_name, b_name)}
+    hub = pids("root", os.path.join(args.dir, "venv/bin/jupyterhub") + " -f")
+    check(len(hub) == 1, f"one JupyterHub process ({hub})")
+    if hub:
+        os.kill(hub[0], signal.SIGKILL)
+        back = await hub_back(a, hub[0])
+        check(back is not None, f"the hub is back after SIGKILL ({back and round(back, 1)} s)")
+    for n in (a_name, b_name):
+        now = pids(n, "jupyterhub-singleuser")
+        check(now and now == servers[n], f"{n}'s server is the same process ({servers[n]} -> {now})")
+    r = await b.fetch(f"/user/{b_name}/api/contents/fault-saved.ipynb")
+    content = json.loads(r.body).get("content") if r.code == 200 else None
+    check(content is not None and content["cells"][0]["source"] == "let kept = 42;",
+          f"{b_name}'s saved notebook is intact (answer {r.code})")
+    await kb.connect()
+    status, out, _, _ = await kb.run('println!("{}", warm + 2);')
+    check(status == "ok" and "3" in out, f"{b_name}'s kernel kept its variables across the restart ({status}, {out.strip()!r})")
+    await ka.connect()
+
+    # 4. A cell past the memory limit.
+    if args.memory_limit:
+        group = memory_group(kernel_pid(a_name))
+        check(group.endswith(f"/attention-lab-hub/{a_name}"), f"{a_name}'s kernel runs in its memory group ({group})")
+        gib = args.memory_limit // (1 << 30) + 1
+        status, out, err, _ = await ka.run(
+            f'let big: Vec<u8> = vec![1u8; {gib} << 30]; println!("{{}}", big.iter().map(|&b| b as u64).sum::<u64>());',
+            timeout=300)
+        check(status != "ok", f"{a_name}'s cell of {gib} GiB is ended ({status}, {err.strip()[:160]!r})")
+        status, out, _, _ = await ka.run('println!("{}", 6 * 7);', timeout=300)
+        check(status == "ok" and "42" in out, f"{a_name}'s kernel runs the next cell ({status}, {out.strip()!r})")
+        status, out, _, _ = await kb.run('println!("{}", warm + 3);')
+        check(status == "ok" and "4" in out, f"{b_name}'s kernel is untouched ({status}, {out.strip()!r})")
 
     for k in (ka, kb):
         k.ws.close()

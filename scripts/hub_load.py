@@ -51,8 +51,11 @@ def lesson_cells(path):
 
 
 async def kernel_ready(ws, session, username, timeout=120):
-    """Waits until the kernel answers a kernel_info_request (asked again every 2 s), as
-    Jupyter's clients do: a request sent before the kernel listens is lost."""
+    """Waits until the kernel answers a kernel_info_request (asked again every 2 s) on both
+    channels, its reply on shell and its busy/idle on iopub, as Jupyter's clients do: a
+    request sent before the kernel listens is lost, and so is what a kernel publishes before
+    the server's subscription to it is up (then a cell's reply comes, its output and its
+    idle never do)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         msg_id = uuid.uuid4().hex
@@ -61,18 +64,21 @@ async def kernel_ready(ws, session, username, timeout=120):
                        "msg_type": "kernel_info_request", "version": "5.3"},
             "parent_header": {}, "metadata": {}, "content": {}, "channel": "shell", "buffers": [],
         }))
+        replied = published = False
         try:
-            while True:
+            while not (replied and published):
                 raw = await asyncio.wait_for(ws.read_message(), timeout=2)
                 if raw is None:
                     raise RuntimeError("the kernel's websocket closed")
                 msg = json.loads(raw)
-                if (msg["header"]["msg_type"] == "kernel_info_reply"
-                        and msg.get("parent_header", {}).get("msg_id") == msg_id):
-                    return
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                replied |= msg["header"]["msg_type"] == "kernel_info_reply"
+                published |= msg.get("channel") == "iopub"
+            return
         except asyncio.TimeoutError:
             continue
-    raise RuntimeError(f"the kernel did not answer in {timeout} s")
+    raise RuntimeError(f"the kernel did not answer on both channels in {timeout} s")
 
 
 class Student:

@@ -1,5 +1,6 @@
 //! `jupyterhub_config.py`, written from the class at every start.
 
+use crate::limits::MemoryGroups;
 use crate::shared::Shared;
 use attention_lab_jupyter::kernel::KERNEL_NAME;
 
@@ -18,6 +19,8 @@ pub struct Class<'a> {
     pub cull_after: u64,
     /// Everyone as this one user (`SimpleLocalProcessSpawner`), for a teacher alone.
     pub demo: bool,
+    /// Each student's server (with its kernels) in a memory cgroup of its own, so limited.
+    pub memory: Option<MemoryGroups>,
 }
 
 /// A Python string literal for `text` (JSON's escapes are Python's).
@@ -29,7 +32,7 @@ fn py(text: impl AsRef<str>) -> String {
 ///
 /// ```
 /// use attention_lab_hub::{config::{config, Class}, shared::Shared};
-/// let class = Class { students: vec!["alice"], teacher: "teacher", ip: "", port: 8000, cull_after: 3600, demo: false };
+/// let class = Class { students: vec!["alice"], teacher: "teacher", ip: "", port: 8000, cull_after: 3600, demo: false, memory: None };
 /// let text = config(&Shared::new("/srv/h"), &class);
 /// assert!(text.contains("c.Authenticator.allowed_users = {\"alice\"}"));
 /// assert!(text.contains("LocalProcessSpawner"));
@@ -42,6 +45,16 @@ pub fn config(shared: &Shared, class: &Class) -> String {
         "jupyterhub.spawner.SimpleLocalProcessSpawner"
     } else {
         "jupyterhub.spawner.LocalProcessSpawner"
+    };
+    let spawner = match &class.memory {
+        Some(groups) if !class.demo => format!(
+            "{limited}\nc.JupyterHub.spawner_class = LimitedSpawner\n",
+            limited = LIMITED_SPAWNER
+                .replace("@PARENT@", &py(groups.parent.display().to_string()))
+                .replace("@FILE@", &py(groups.limit_file))
+                .replace("@BYTES@", &groups.bytes.to_string())
+        ),
+        _ => format!("c.JupyterHub.spawner_class = {}\n", py(spawner)),
     };
     let demo_homes = if class.demo {
         format!(
@@ -68,7 +81,7 @@ pub fn config(shared: &Shared, class: &Class) -> String {
          c.FirstUseAuthenticator.min_password_length = 8\n\
          c.Authenticator.allowed_users = {{{users}}}\n\
          c.Authenticator.admin_users = {{{teacher}}}\n\
-         c.JupyterHub.spawner_class = {spawner}\n\
+         {spawner}\
          c.Spawner.cmd = [{singleuser}]\n\
          c.Spawner.default_url = '/lab'\n\
          c.Spawner.notebook_dir = '~/attention-lab'\n\
@@ -92,9 +105,37 @@ pub fn config(shared: &Shared, class: &Class) -> String {
         proxy_pid = at("proxy.pid"),
         passwords = at("passwords.dbm"),
         teacher = py(class.teacher),
-        spawner = py(spawner),
         singleuser = py(shared.venv().join("bin/jupyterhub-singleuser").display().to_string()),
         kernel = KERNEL_NAME,
         cull = class.cull_after,
     )
 }
+
+/// LocalProcessSpawner with each student's server made in that student's memory group (the
+/// group made, and its limit written, by the hub as root before the fork; the child joins it
+/// before it drops to the student). Its kernels and their compiles are the server's children,
+/// so they count against the same limit: past it, the kernel's OOM killer ends one of them.
+const LIMITED_SPAWNER: &str = r#"import os
+from jupyterhub.spawner import LocalProcessSpawner
+
+
+class LimitedSpawner(LocalProcessSpawner):
+    memory_parent = @PARENT@
+    memory_file = @FILE@
+    memory_bytes = @BYTES@
+
+    def make_preexec_fn(self, name):
+        group = os.path.join(self.memory_parent, name)
+        os.makedirs(group, exist_ok=True)
+        with open(os.path.join(group, self.memory_file), 'w') as f:
+            f.write(str(self.memory_bytes))
+        procs = os.path.join(group, 'cgroup.procs')
+        drop_to_student = super().make_preexec_fn(name)
+
+        def preexec():
+            with open(procs, 'w') as f:
+                f.write(str(os.getpid()))
+            drop_to_student()
+
+        return preexec
+"#;

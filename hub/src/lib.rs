@@ -7,7 +7,8 @@
 //!
 //! - [`accounts`]: roster ids as system users, made and seeded;
 //! - [`shared`]: the shared folder every student's server and kernel run from;
-//! - [`config`]: writes `jupyterhub_config.py`.
+//! - [`config`]: writes `jupyterhub_config.py`;
+//! - [`limits`]: each student's memory cgroup.
 //!
 //! ```
 //! assert!(attention_lab_hub::accounts::system_name("alice"));
@@ -15,6 +16,7 @@
 
 pub mod accounts;
 pub mod config;
+pub mod limits;
 pub mod shared;
 
 use accounts::{Account, Pick};
@@ -27,6 +29,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// `attention-lab hub`
 #[derive(Debug, Args)]
@@ -54,6 +57,11 @@ pub struct HubArgs {
     /// Stop a server after this many seconds without activity (jupyterhub-idle-culler).
     #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
     cull_idle: u64,
+    /// Most memory each student's server, kernels and compiles together may take (`2G`,
+    /// `512M`; 0 for no limit). Past it the kernel's OOM killer ends one of that student's
+    /// processes, never another's. Needs a writable memory cgroup (v1, or v2 delegated).
+    #[arg(long, value_name = "SIZE", default_value = "2G", value_parser = limits::parse_size)]
+    mem_limit: u64,
     /// Set everything up and make the accounts, then stop instead of serving.
     #[arg(long)]
     setup_only: bool,
@@ -65,7 +73,8 @@ pub struct HubArgs {
 
 /// Runs `attention-lab hub`; returns JupyterHub's exit status (128 + N when a signal N
 /// stopped it). SIGINT, SIGTERM or SIGHUP stop JupyterHub, its proxy and every student's
-/// server and kernel.
+/// server and kernel. JupyterHub ended by a crash or a kill is started again, and finds the
+/// students' servers still running.
 ///
 /// # Errors
 /// A bad roster (nothing is made then), not root, a missing tool, a busy port, a failed
@@ -119,6 +128,20 @@ pub fn run(args: HubArgs) -> Result<u8> {
             }
         }
     }
+    let memory = match args.mem_limit {
+        0 => None,
+        _ if args.single_user_demo || args.setup_only => None,
+        bytes => {
+            let groups = limits::prepare(Path::new("/sys/fs/cgroup"), bytes)?;
+            if groups.is_none() {
+                warn(
+                    "attention-lab hub: no writable memory cgroup here: students' memory is \
+                     not limited (--mem-limit)",
+                );
+            }
+            groups
+        }
+    };
     let class = config::Class {
         students: names.clone(),
         teacher: &args.teacher,
@@ -126,6 +149,7 @@ pub fn run(args: HubArgs) -> Result<u8> {
         port: args.port,
         cull_after: args.cull_idle,
         demo: args.single_user_demo,
+        memory: memory.clone(),
     };
     let config_file = shared.state().join("jupyterhub_config.py");
     attention_lab_io::error::write_file(&config_file, config::config(&shared, &class).as_bytes())?;
@@ -136,24 +160,110 @@ pub fn run(args: HubArgs) -> Result<u8> {
     }
     process::become_subreaper();
     process::catch_stop_signals();
-    let child = Command::new(shared.venv().join("bin/jupyterhub"))
-        .arg("-f")
-        .arg(&config_file)
-        .current_dir(shared.state())
-        .env("PATH", path_with(&shared.venv().join("bin")))
-        .stdin(Stdio::null())
-        // Its proxy logs to stdout: our stdout is the handout alone.
-        .stdout(std::io::stderr())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| {
-            problem!(
-                "cannot start JupyterHub: {}",
-                attention_lab_io::error::io_text(&e)
-            )
-        })?;
-    lab::supervise(child, addr, "JupyterHub", || print(&handout))
+    let served = serve(&shared, &config_file, addr, &handout);
+    if let Some(groups) = memory {
+        groups.remove();
+    }
+    served
 }
+
+/// Serves until a stop signal, a teacher's "Shut down hub" or a crash loop; every process
+/// below us is stopped then.
+fn serve(shared: &Shared, config_file: &Path, addr: SocketAddr, handout: &str) -> Result<u8> {
+    let start = || {
+        Command::new(shared.venv().join("bin/jupyterhub"))
+            .arg("-f")
+            .arg(config_file)
+            .current_dir(shared.state())
+            .env("PATH", path_with(&shared.venv().join("bin")))
+            .stdin(Stdio::null())
+            // Its proxy logs to stdout: our stdout is the handout alone.
+            .stdout(std::io::stderr())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| {
+                lab::stop_leftovers();
+                problem!(
+                    "cannot start JupyterHub: {}",
+                    attention_lab_io::error::io_text(&e)
+                )
+            })
+    };
+    let mut child = start()?;
+    if let Some(code) = lab::await_server(&mut child, addr, "JupyterHub")? {
+        return Ok(code);
+    }
+    if let Err(e) = print(handout) {
+        lab::stop_server(&mut child, "JupyterHub");
+        return Err(e);
+    }
+    let mut crashes: Vec<Instant> = Vec::new();
+    loop {
+        let code = match lab::watch(&mut child, "JupyterHub")? {
+            lab::Ended::Stopped(code) => return Ok(code),
+            lab::Ended::Exited(code) => code,
+        };
+        crashes.retain(|t| t.elapsed() < RESTART_WINDOW);
+        // Exit 0 is a teacher's "Shut down hub"; a crash loop is no class either.
+        if code == 0 || crashes.len() >= RESTARTS {
+            if code != 0 {
+                warn(&format!(
+                    "attention-lab hub: JupyterHub ended {} times in {} s (status {code}); \
+                     stopping every student's server",
+                    RESTARTS + 1,
+                    RESTART_WINDOW.as_secs()
+                ));
+            }
+            lab::stop_leftovers();
+            return Ok(code);
+        }
+        crashes.push(Instant::now());
+        stop_helpers();
+        warn(&format!(
+            "attention-lab hub: JupyterHub ended (status {code}); starting it again \
+             (students' servers keep running)"
+        ));
+        child = start()?;
+        if let Some(code) = lab::await_server(&mut child, addr, "JupyterHub")? {
+            return Ok(code);
+        }
+    }
+}
+
+/// Stops what a crashed JupyterHub left besides the students' servers: its proxy and idle
+/// culler, which the next JupyterHub starts afresh (two cullers would both run, and the
+/// old proxy holds the port).
+fn stop_helpers() {
+    let helpers: Vec<u32> = process::descendants()
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmd| {
+                let cmd = String::from_utf8_lossy(&cmd);
+                cmd.contains("configurable-http-proxy") || cmd.contains("jupyterhub_idle_culler")
+            })
+        })
+        .collect();
+    for signal in [libc::SIGTERM, libc::SIGKILL] {
+        process::signal_all(&helpers, signal);
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(2)
+            && helpers
+                .iter()
+                .any(|pid| Path::new(&format!("/proc/{pid}")).exists())
+        {
+            process::reap_exited();
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    process::reap_exited();
+}
+
+/// JupyterHub, ended other than by a teacher's "Shut down hub", is started again, its
+/// students' servers untouched (`cleanup_servers = False`), as systemd restarts a Littlest
+/// JupyterHub; at most this many times within [`RESTART_WINDOW`].
+const RESTARTS: usize = 3;
+/// See [`RESTARTS`].
+const RESTART_WINDOW: Duration = Duration::from_secs(60);
 
 /// `PATH` with `dir` first (JupyterHub finds its services' Python there).
 fn path_with(dir: &Path) -> std::ffi::OsString {

@@ -2,13 +2,42 @@
 //! object, so a name error or a bad literal fails here, not when a teacher starts the hub.
 
 use attention_lab_hub::config::{config, Class};
+use attention_lab_hub::limits::MemoryGroups;
 use attention_lab_hub::shared::Shared;
 use std::process::Command;
 
+/// A stand-in for `jupyterhub.spawner`, whose LocalProcessSpawner's pre-exec function says
+/// it ran.
+const FAKE_JUPYTERHUB: &str = r#"
+import sys, types
+spawner = types.ModuleType("jupyterhub.spawner")
+class LocalProcessSpawner:
+    def make_preexec_fn(self, name):
+        return lambda: print("dropped to", name)
+spawner.LocalProcessSpawner = LocalProcessSpawner
+hub = types.ModuleType("jupyterhub")
+hub.spawner = spawner
+sys.modules["jupyterhub"] = hub
+sys.modules["jupyterhub.spawner"] = spawner
+"#;
+
 /// Runs the config under Python; returns what it set, as `section.name = repr(value)` lines.
 fn settings(text: &str) -> String {
-    let runner = r#"
-import sys
+    run(
+        text,
+        r#"
+for section, values in sorted(root.items()):
+    for key, value in sorted(values.items()):
+        print(f"{section}.{key} = {value!r}")
+"#,
+    )
+}
+
+/// Runs the config under Python, then `after` (which sees its settings as `root`); returns
+/// what that printed.
+fn run(text: &str, after: &str) -> String {
+    let runner = FAKE_JUPYTERHUB.to_owned()
+        + r#"
 class Section(dict):
     def __getattr__(self, key):
         return self.setdefault(key, Section())
@@ -16,12 +45,9 @@ class Section(dict):
         self[key] = value
 root = Section()
 exec(sys.stdin.read(), {"get_config": lambda: root})
-for section, values in sorted(root.items()):
-    for key, value in sorted(values.items()):
-        print(f"{section}.{key} = {value!r}")
-"#;
+"# + after;
     let mut child = Command::new("python3")
-        .args(["-c", runner])
+        .args(["-c", &runner])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -51,6 +77,7 @@ fn class<'a>(students: Vec<&'a str>, demo: bool) -> Class<'a> {
         port: 8000,
         cull_after: 600,
         demo,
+        memory: None,
     }
 }
 
@@ -119,4 +146,25 @@ fn names_with_quotes_stay_python_strings() {
     // Python's repr of the string the config builds: the quote escaped, the rest as given.
     let want = r#"'/srv/it\'s "here"/venv/bin/jupyterhub-singleuser'"#;
     assert!(set.contains(want), "{set}");
+}
+
+#[test]
+fn a_limited_class_puts_each_server_in_its_students_memory_group_before_dropping_to_them() {
+    let groups = tempfile::tempdir().unwrap();
+    let mut limited = class(vec!["alice"], false);
+    limited.memory = Some(MemoryGroups {
+        parent: groups.path().join("attention-lab-hub"),
+        limit_file: "memory.limit_in_bytes",
+        bytes: 2 << 30,
+    });
+    let out = run(
+        &config(&Shared::new("/srv/h"), &limited),
+        "import os\nroot.JupyterHub.spawner_class().make_preexec_fn('alice')()\nprint('pid', os.getpid())\n",
+    );
+    let group = groups.path().join("attention-lab-hub/alice");
+    let limit = std::fs::read_to_string(group.join("memory.limit_in_bytes")).unwrap();
+    assert_eq!(limit, (2u64 << 30).to_string());
+    let pid = std::fs::read_to_string(group.join("cgroup.procs")).unwrap();
+    // The group is joined first, then the student's pre-exec function runs.
+    assert_eq!(out, format!("dropped to alice\npid {pid}\n"));
 }
