@@ -1,44 +1,70 @@
-"""Times the f64 forward pass of a multi-head attention layer four ways in one run, side by
-side: attention-lab's streaming path and its path that keeps every intermediate (the criterion
-bench benches/attention.rs), NumPy in the seeds' vectorised form, and PyTorch's
-nn.MultiheadAttention on the CPU with need_weights=False. Then peak memory (RSS) of the two
-Rust paths under /usr/bin/time -v, and the dgemm rate of this machine. Writes the results
-between the markers of BENCHMARKS.md and draws bench/attention.svg.
+"""Times the f64 forward pass of a multi-head attention layer side by side in one run:
+attention-lab's streaming path (and, with --baseline REV, the same path built at another
+commit), its path that keeps every intermediate, NumPy in the seeds' vectorised form, and
+PyTorch's nn.MultiheadAttention on the CPU with need_weights=False; on 1 and 2 threads, with
+each run's peak memory. Then this machine's dgemm rate on the same threads (the best of NumPy
+and PyTorch), which gives each figure's GEMM-bound time: the pass's floating-point work at that
+rate. Names the CPU (model and vector flags, from /proc/cpuinfo) and PyTorch's BLAS.
+
+Writes bench/attention.json and the block between the markers of BENCHMARKS.md.
 
 Every implementation gets the same inputs: np.random.seed(0); x = rand(N, D), then W_Q, W_K,
 W_V, W_O each rand(D, D) / D (the Rust side draws them with attention_lab::np::RandomState).
+Each is timed in a process of its own (examples/attention_forward for Rust, this script with
+--worker for Python), whose thread count is fixed before it starts; the implementations take
+turns within each size, round after round, so that a slow spell of the machine falls on all
+of them. Medians over every run of every round.
 
-Run from the repository root (the numbers are medians; see BENCHMARKS.md for conditions):
-    .venv/bin/python scripts/bench_attention.py [--builds default,gemm,blas] [--quick]
-
-Each build is the library with that cargo feature (default: none, matrixmultiply); the blas
-build needs the system's OpenBLAS (Debian: libopenblas-dev).
+Run from the repository root (about 25 minutes):
+    .venv/bin/python scripts/bench_attention.py [--baseline REV] [--quick]
 """
 import argparse
 import json
+import math
 import os
 import pathlib
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-import numpy as np
-
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SIZES = [(128, 64, 4), (1024, 512, 8), (4096, 512, 8)]
-MEMORY_SIZES = [1024, 2048, 4096, 8192, 16384]
+D, H = 512, 8
+# (N, D, H), the implementations run there, and runs per round.
+SIZES = [
+    ((128, 64, 4), ["streaming", "baseline", "full", "numpy", "torch"], 50),
+    ((256, D, H), ["streaming", "baseline", "full", "numpy", "torch"], 20),
+    ((1024, D, H), ["streaming", "baseline", "full", "numpy", "torch"], 10),
+    ((4096, D, H), ["streaming", "baseline", "full", "numpy", "torch"], 3),
+    ((16384, D, H), ["streaming", "baseline"], 1),
+]
+# The same layer under a causal mask, and one head of it.
+EXTRA = [
+    ((1024, D, H), ["streaming-causal", "torch-causal", "head"], 10),
+    ((4096, D, H), ["streaming-causal", "torch-causal", "head"], 3),
+]
+THREADS = [1, 2]
 MARK_BEGIN = "<!-- bench_attention.py: begin -->"
 MARK_END = "<!-- bench_attention.py: end -->"
 
 
-def flops(n, d):
-    """Multiply-adds times two: the projections (4 N D^2) and Q K^T, weights V (2 N^2 D)."""
+def flops(path, n, d, h):
+    """Multiply-adds times two: a layer's projections (4 N D^2) and Q K^T, weights V
+    (2 N^2 D); a head's three projections (3 N D d_k) and its two products (2 N^2 d_k)."""
+    if path == "head":
+        dk = d // h
+        return 2 * 3 * n * d * dk + 2 * 2 * n * n * dk
     return 4 * 2 * n * d * d + 2 * 2 * n * n * d
 
 
+# ---- the Python side, in a process of its own -------------------------------------------
+
+
 def inputs(n, d):
+    import numpy as np
+
     rs = np.random.RandomState(0)
     x = rs.rand(n, d)
     ws = [rs.rand(d, d) / d for _ in range(4)]
@@ -47,6 +73,8 @@ def inputs(n, d):
 
 def numpy_forward(x, wq, wk, wv, wo, h):
     """The seeds' form: Q, K, V for all heads at once, split by columns, softmax per head."""
+    import numpy as np
+
     q, k, v = x @ wq, x @ wk, x @ wv
     outs = []
     for idx in np.split(np.arange(wk.shape[1]), h):
@@ -55,20 +83,6 @@ def numpy_forward(x, wq, wk, wv, wo, h):
         w = e / np.sum(e, axis=1, keepdims=True)
         outs.append(w @ v[:, idx])
     return np.concatenate(outs, axis=1) @ wo
-
-
-def median_ms(fn, runs):
-    fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return float(np.median(times))
-
-
-def runs_for(n):
-    return 20 if n <= 1024 else 5
 
 
 def torch_layer(d, h, ws):
@@ -83,265 +97,295 @@ def torch_layer(d, h, ws):
     return layer
 
 
-def cargo(*args, build):
-    cmd = ["cargo", *args]
-    if build != "default":
-        cmd += ["--features", build]
-    return cmd
-
-
-def criterion_median_ms(target_dir, *id_parts):
-    """Criterion's median for a benchmark id (its folders under target/criterion), in ms."""
-    path = pathlib.Path(target_dir, "criterion", *id_parts, "new", "estimates.json")
-    return json.loads(path.read_text())["median"]["point_estimate"] / 1e6
-
-
-def peak_rss_mib(binary, path, n, d, h):
-    """Maximum resident set size of one forward pass, from /usr/bin/time -v."""
-    out = subprocess.run(
-        ["/usr/bin/time", "-v", str(binary), path, str(n), str(d), str(h), "1"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr).group(1))
-    return kib / 1024, json.loads(out.stdout)["median_ms"]
-
-
-def available_mib():
-    for line in pathlib.Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
+def rss_mib(field):
+    """VmRSS (now) or VmHWM (peak) of this process, in MiB."""
+    for line in pathlib.Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
 
 
-def best_ms(fn, runs):
-    fn()
+def worker(args):
+    """Times one implementation; prints {"runs_ms", "peak_mib", "base_mib"} as JSON."""
+    import numpy as np
+
+    n, d, h, runs = args.n, args.d, args.h, args.runs
+    x, ws = inputs(n, d)
+    if args.worker == "numpy":
+        run = lambda: numpy_forward(x, *ws, h)
+    else:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        layer = torch_layer(d, h, ws)
+        tx = torch.from_numpy(x).unsqueeze(0)
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(n, dtype=torch.float64) if args.worker == "torch-causal" else None
+        with torch.inference_mode():
+            got = layer(tx, tx, tx, need_weights=False, attn_mask=mask, is_causal=mask is not None)[0][0].numpy()
+        if mask is None and n <= 4096:
+            assert np.allclose(got, numpy_forward(x, *ws, h), rtol=1e-10, atol=1e-12), "PyTorch and NumPy disagree"
+
+        def run():
+            with torch.inference_mode():
+                layer(tx, tx, tx, need_weights=False, attn_mask=mask, is_causal=mask is not None)
+
+    base = rss_mib("VmRSS")
+    run()
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        fn()
+        run()
         times.append((time.perf_counter() - start) * 1e3)
-    return min(times)
+    print(json.dumps({"runs_ms": times, "peak_mib": rss_mib("VmHWM"), "base_mib": base}))
 
 
-def dgemm_gflops(n=2048):
-    """The machine's dgemm rate on both cores: the best of 7 products, since a peak rate is
-    what the machine can do and other processes only ever slow a run down."""
+def dgemm_worker(args):
+    """The best dgemm rate of NumPy and of PyTorch at n = 1024 and 2048 (best of 7)."""
+    import numpy as np
     import torch
 
-    a, b = np.random.rand(n, n), np.random.rand(n, n)
-    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-    rate = lambda ms: 2 * n**3 / (ms / 1e3) / 1e9
+    torch.set_num_threads(args.threads)
+    rates = {}
+    for n in (1024, 2048):
+        a, b = np.random.rand(n, n), np.random.rand(n, n)
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+        for name, fn in (("NumPy", lambda: a @ b), ("PyTorch", lambda: ta @ tb)):
+            fn()
+            best = min(timed(fn) for _ in range(7))
+            rates[f"{name} n={n}"] = 2 * n**3 / best / 1e9
+    print(json.dumps(rates))
+
+
+def timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+# ---- the driver ---------------------------------------------------------------------------
+
+
+def thread_env(threads):
+    t = str(threads)
+    return dict(os.environ, OPENBLAS_NUM_THREADS=t, OMP_NUM_THREADS=t, MKL_NUM_THREADS=t, THREADS=t)
+
+
+def run_json(cmd, env):
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(map(str, cmd))} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+def measure(impl, n, d, h, threads, runs, binaries):
+    """One round of one implementation: (times in ms, peak MiB above the process's start)."""
+    env = thread_env(threads)
+    if impl in ("numpy", "torch", "torch-causal"):
+        cmd = [sys.executable, __file__, "--worker", impl, "--n", str(n), "--d", str(d), "--h", str(h), "--threads", str(threads), "--runs", str(runs)]
+        got, _ = run_json(cmd, env)
+        return got["runs_ms"], got["peak_mib"] - got["base_mib"]
+    binary = binaries["baseline" if impl == "baseline" else "current"]
+    path = "streaming" if impl == "baseline" else impl
+    got, stderr = run_json(["/usr/bin/time", "-v", str(binary), path, str(n), str(d), str(h), str(runs)], env)
+    kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr).group(1))
+    return got["runs_ms"], kib / 1024
+
+
+def build_example(root, target):
+    env = dict(os.environ, CARGO_TARGET_DIR=str(target))
+    subprocess.run(["cargo", "build", "--release", "--example", "attention_forward"], cwd=root, check=True, env=env)
+    return pathlib.Path(target) / "release" / "examples" / "attention_forward"
+
+
+def cpu():
+    """Model, vector flags and logical CPUs, from /proc/cpuinfo."""
+    text = pathlib.Path("/proc/cpuinfo").read_text()
+    model = re.search(r"^model name\s*:\s*(.*)$", text, re.M).group(1).strip()
+    family = re.search(r"^cpu family\s*:\s*(\d+)", text, re.M)
+    flags = set(re.search(r"^flags\s*:\s*(.*)$", text, re.M).group(1).split())
+    vector = sorted(f for f in flags if re.match(r"(sse4_2|avx|avx2|fma|avx512.*|amx.*)$", f))
     return {
-        "NumPy (OpenBLAS), 2 threads": rate(best_ms(lambda: a @ b, 7)),
-        "PyTorch mm, 2 threads": rate(best_ms(lambda: ta @ tb, 7)),
+        "model": model,
+        "family": int(family.group(1)) if family else None,
+        "logical_cpus": text.count("processor\t:"),
+        "vector_flags": vector,
     }
 
 
-def svg_plot(rows, path):
-    """A small log-log chart of time against N for the four implementations."""
-    series = {
-        "streaming, fastest build": "best_ms",
-        "full, keeps weights": "full_ms",
-        "NumPy": "numpy_ms",
-        "PyTorch": "torch_ms",
-    }
-    colours = ["#d62728", "#7f7f7f", "#1f77b4", "#ff7f0e"]
-    width, height, left, bottom, top, right = 700, 400, 70, 50, 30, 210
-    import math
-
-    rows = [dict(r, best_ms=min(r["streaming_ms"].values())) for r in rows]
-    ns = [r["n"] for r in rows]
-    values = [r[k] for r in rows for k in series.values()]
-    x0, x1 = math.log10(min(ns)), math.log10(max(ns))
-    y0, y1 = math.floor(math.log10(min(values))), math.ceil(math.log10(max(values)))
-    px = lambda n: left + (math.log10(n) - x0) / (x1 - x0) * (width - left - right)
-    py = lambda v: height - bottom - (math.log10(v) - y0) / (y1 - y0) * (height - bottom - top)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'font-family="DejaVu Sans, sans-serif" font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{left}" y="18">f64 forward pass, (N, D, H) = (N, 512, 8) and (128, 64, 4); median ms</text>',
-    ]
-    for e in range(y0, y1 + 1):
-        y = py(10**e)
-        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
-        parts.append(f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">{10**e:g}</text>')
-    for n in ns:
-        x = px(n)
-        parts.append(f'<text x="{x:.1f}" y="{height - bottom + 18}" text-anchor="middle">{n}</text>')
-    parts.append(f'<text x="{(left + width - right) / 2}" y="{height - 10}" text-anchor="middle">N (tokens)</text>')
-    for i, (name, key) in enumerate(series.items()):
-        points = " ".join(f"{px(r['n']):.1f},{py(r[key]):.1f}" for r in rows)
-        parts.append(f'<polyline points="{points}" fill="none" stroke="{colours[i]}" stroke-width="2"/>')
-        for r in rows:
-            parts.append(f'<circle cx="{px(r["n"]):.1f}" cy="{py(r[key]):.1f}" r="3" fill="{colours[i]}"/>')
-        ly = top + 20 + 20 * i
-        lx = width - right + 15
-        parts.append(f'<line x1="{lx}" x2="{lx + 20}" y1="{ly}" y2="{ly}" stroke="{colours[i]}" stroke-width="2"/>')
-        parts.append(f'<text x="{lx + 26}" y="{ly + 4}">{name}</text>')
-    parts.append("</svg>")
-    tmp = path.with_suffix(".svg.tmp")
-    tmp.write_text("\n".join(parts) + "\n")
-    os.replace(tmp, path)
+def torch_config():
+    out = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__); print(torch.__config__.show())"], capture_output=True, text=True, check=True)
+    version, _, config = out.stdout.partition("\n")
+    blas = re.search(r"BLAS_INFO=(\w+)", config)
+    capability = re.search(r"CPU capability usage: (\w+)", config)
+    return {"version": version.strip(), "blas": blas.group(1) if blas else "unknown", "cpu_capability": capability.group(1) if capability else "unknown", "config": config}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--builds", default="default,gemm", help="comma-separated: default, gemm, blas")
-    parser.add_argument("--quick", action="store_true", help="skip N=4096 and the memory runs")
-    parser.add_argument("--memory-from", help="take the peak-RSS table from an earlier run's bench/attention.json (RSS does not depend on the load)")
+    parser.add_argument("--baseline", help="also time the streaming path built at this commit")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="N = 256 and 1024 only, one round")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--d", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--h", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--runs", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    builds = args.builds.split(",")
-    import torch
+    if args.worker == "dgemm":
+        return dgemm_worker(args)
+    if args.worker:
+        return worker(args)
 
-    torch.set_num_threads(2)
-    target_dir = os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target"))
-    # The streaming path runs its own threads; OpenBLAS must not add more under it.
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    for build in builds:
-        subprocess.run(cargo("bench", "--bench", "attention", "--no-run", build=build), cwd=ROOT, check=True, env=env)
     conditions = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
-        "builds": builds,
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "cpu": cpu(),
+        "torch": torch_config(),
+        "numpy": subprocess.run([sys.executable, "-c", "import numpy; print(numpy.__version__)"], capture_output=True, text=True).stdout.strip(),
         "load_before": os.getloadavg()[0],
-        "torch": torch.__version__,
-        "numpy": np.__version__,
     }
-
-    def criterion(build, pattern):
-        subprocess.run(cargo("bench", "--bench", "attention", build=build) + ["--", pattern], cwd=ROOT, check=True, env=env)
-
-    # Measured before and after the sizes, keeping the better: the GEMM bound must not be
-    # flattered by a busy moment.
-    rates_before = dgemm_gflops()
-    rows = []
-    sizes = SIZES[:2] if args.quick else SIZES
-    for n, d, h in sizes:
-        size = f"{n}x{d}x{h}"
-        print(f"== {size}", file=sys.stderr)
-        row = {"n": n, "d": d, "h": h, "gflop": flops(n, d) / 1e9, "streaming_ms": {}}
-        for i, build in enumerate(builds):
-            # The full path's products are ndarray's whatever the build: time it once.
-            criterion(build, f"attention/{'.*' if i == 0 else 'streaming'}/{size}$")
-            row["streaming_ms"][build] = criterion_median_ms(target_dir, "attention", "streaming", size)
-            if i == 0:
-                row["full_ms"] = criterion_median_ms(target_dir, "attention", "full", size)
-        x, ws = inputs(n, d)
-        runs = runs_for(n)
-        row["numpy_ms"] = median_ms(lambda: numpy_forward(x, *ws, h), runs)
-        layer = torch_layer(d, h, ws)
-        tx = torch.from_numpy(x).unsqueeze(0)
-        with torch.inference_mode():
-            got = layer(tx, tx, tx, need_weights=False)[0][0].numpy()
-            row["torch_ms"] = median_ms(lambda: layer(tx, tx, tx, need_weights=False), runs)
-        assert np.allclose(got, numpy_forward(x, *ws, h), rtol=1e-10, atol=1e-12), "PyTorch and NumPy disagree"
-        rows.append(row)
-        print(json.dumps(row), file=sys.stderr)
-    rates = {name: max(rate, rates_before[name]) for name, rate in dgemm_gflops().items()}
-    per_thread = {}
-    for build in builds:
-        criterion(build, "dgemm")
-        backends = ["ndarray"] + (["gemm"] if build == "gemm" else [])
-        for backend in backends:
-            for shape in ["2048x2048x2048", "256x64x256", "256x256x64"]:
-                m, k, n = (int(v) for v in shape.split("x"))
-                ms = criterion_median_ms(target_dir, "dgemm", backend, shape)
-                name = f"{build} build, {'OpenBLAS' if build == 'blas' else 'matrixmultiply' if backend == 'ndarray' else 'gemm crate'}"
-                per_thread.setdefault(name, {})[shape] = 2 * m * k * n / (ms / 1e3) / 1e9
-    memory = []
-    if args.memory_from:
-        earlier = json.loads(pathlib.Path(args.memory_from).read_text())
-        memory = earlier["memory"]
-        conditions["memory_from"] = earlier["conditions"]["date"]
-    elif not args.quick:
-        # Built here, after every build's benches, so that the binary is the first build's.
-        subprocess.run(cargo("build", "--release", "--example", "attention_forward", build=builds[0]), cwd=ROOT, check=True, env=env)
-        binary = pathlib.Path(target_dir) / "release" / "examples" / "attention_forward"
-        for n in MEMORY_SIZES:
-            entry = {"n": n}
-            entry["streaming_mib"], entry["streaming_ms"] = peak_rss_mib(binary, "streaming", n, 512, 8)
-            # Scores and weights: 2 H N^2 doubles; run the full path only where it fits twice over.
-            need = 2 * 8 * n * n * 8 / 2**20
-            if need * 2 < available_mib():
-                entry["full_mib"], entry["full_ms"] = peak_rss_mib(binary, "full", n, 512, 8)
-            else:
-                entry["full_needs_mib"] = need
-            memory.append(entry)
-            print(json.dumps(entry), file=sys.stderr)
+    binaries = {"current": build_example(ROOT, os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))}
+    with tempfile.TemporaryDirectory() as scratch:
+        if args.baseline:
+            tree = pathlib.Path(scratch, "baseline")
+            subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.baseline], cwd=ROOT, check=True)
+            try:
+                binaries["baseline"] = build_example(tree, ROOT / "target" / "baseline")
+            finally:
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=True)
+            conditions["baseline"] = git("rev-parse", "--short", args.baseline)
+        plan = SIZES + EXTRA
+        if args.quick:
+            plan = [p for p in plan if p[0][0] in (256, 1024)]
+        rounds = 1 if args.quick else args.rounds
+        rows = []
+        for (n, d, h), impls, runs in plan:
+            impls = [i for i in impls if i != "baseline" or args.baseline]
+            for threads in THREADS:
+                row = {"n": n, "d": d, "h": h, "threads": threads, "ms": {}, "runs_ms": {}, "mib": {}}
+                for _ in range(1 if n >= 16384 else rounds):
+                    for impl in impls:
+                        if impl == "full" and 2 * h * n * n * 8 / 2**20 > 4096:
+                            continue
+                        print(f"== ({n}, {d}, {h}) {impl} on {threads} thread(s)", file=sys.stderr)
+                        times, mib = measure(impl, n, d, h, threads, runs, binaries)
+                        row["runs_ms"].setdefault(impl, []).extend(times)
+                        row["mib"][impl] = max(row["mib"].get(impl, 0.0), mib)
+                row["ms"] = {impl: statistics.median(times) for impl, times in row["runs_ms"].items()}
+                print(json.dumps({k: row[k] for k in ("n", "threads", "ms", "mib")}), file=sys.stderr)
+                rows.append(row)
+    rates = {}
+    for threads in THREADS:
+        got, _ = run_json([sys.executable, __file__, "--worker", "dgemm", "--threads", str(threads)], thread_env(threads))
+        rates[str(threads)] = got
     conditions["load_after"] = os.getloadavg()[0]
-    result = {"conditions": conditions, "rows": rows, "dgemm_gflops": rates, "per_thread_gflops": per_thread, "memory": memory}
+    result = {"conditions": conditions, "rows": rows, "dgemm_gflops": rates}
     out = ROOT / "bench" / "attention.json"
     with tempfile.NamedTemporaryFile("w", dir=out.parent, delete=False) as f:
         json.dump(result, f, indent=1)
     os.replace(f.name, out)
-    svg_plot(rows, ROOT / "bench" / "attention.svg")
     write_report(result)
 
 
+def git(*args):
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+
+def limit_gflops(result, threads):
+    return max(result["dgemm_gflops"][str(threads)].values())
+
+
 def write_report(result):
-    c, rows, rates, memory = result["conditions"], result["rows"], result["dgemm_gflops"], result["memory"]
-    builds = c["builds"]
-    best = max(rates.values())
+    c, rows = result["conditions"], result["rows"]
+    cpu, torch = c["cpu"], c["torch"]
+    base = f"`{c['baseline']}`" if c.get("baseline") else None
     lines = [
         MARK_BEGIN,
         "",
-        f"Measured {c['date']} on `{c['commit']}`; PyTorch {c['torch']} and NumPy {c['numpy']} at 2 threads; "
-        f"load average {c['load_before']:.2f} before, {c['load_after']:.2f} after. Medians: criterion's for "
-        f"Rust, of {runs_for(1024)} runs ({runs_for(4096)} at N = 4096) for Python. Streaming columns by "
-        "build: `default` is the library as notebooks get it (matrixmultiply), the others add that "
-        "cargo feature.",
+        f"Measured {c['date']} on `{c['commit']}`"
+        + (f" (baseline: the streaming path at {base})" if base else "")
+        + f", on **{cpu['model']}** (family {cpu['family']}, {cpu['logical_cpus']} logical CPUs; "
+        f"vector flags: {', '.join(cpu['vector_flags'])}). PyTorch {torch['version']} (BLAS: "
+        f"{torch['blas']}, CPU capability {torch['cpu_capability']}), NumPy {c['numpy']}; load average "
+        f"{c['load_before']:.2f} before, {c['load_after']:.2f} after. Medians in ms over every run of every "
+        "round; each implementation in a process of its own with its thread count fixed.",
         "",
-        "| (N, D, H) | GFLOP | "
-        + " | ".join(f"streaming, {b} (ms)" for b in builds)
-        + " | full, keeps weights (ms) | NumPy (ms) | PyTorch (ms) | best streaming / PyTorch "
-        "| GEMM-bound (ms) | best streaming / GEMM-bound |",
-        "|---|---|" + "---|" * (len(builds) + 6),
+        "The dgemm limit is the best of NumPy's and PyTorch's dgemm at n = 1024 and 2048 on the same "
+        "threads; the bound is the pass's GFLOP at that rate.",
+        "",
+        "| threads | " + " | ".join(result["dgemm_gflops"]["1"].keys()) + " | limit (GFLOP/s) |",
+        "|---|" + "---|" * (len(result["dgemm_gflops"]["1"]) + 1),
     ]
-    for r in rows:
-        bound = r["gflop"] / best * 1e3
-        fastest = min(r["streaming_ms"].values())
+    for threads in THREADS:
+        r = result["dgemm_gflops"][str(threads)]
+        lines.append(f"| {threads} | " + " | ".join(f"{v:.1f}" for v in r.values()) + f" | {limit_gflops(result, threads):.1f} |")
+    lines += [
+        "",
+        "| (N, D, H) | threads | GFLOP | streaming | "
+        + (f"streaming at {base} | " if base else "")
+        + "full, keeps weights | NumPy | PyTorch | streaming / PyTorch | bound | streaming / bound | PyTorch / bound |",
+        "|---|---|---|---|" + ("---|" if base else "") + "---|---|---|---|---|---|---|",
+    ]
+    fmt = lambda row, impl: f"{row['ms'][impl]:.2f}" if impl in row["ms"] else "-"
+    for row in rows:
+        if "streaming" not in row["ms"]:
+            continue
+        n, d, h, t = row["n"], row["d"], row["h"], row["threads"]
+        gflop = flops("streaming", n, d, h) / 1e9
+        bound = gflop / limit_gflops(result, t) * 1e3
+        s = row["ms"]["streaming"]
+        torch_ms = row["ms"].get("torch")
         lines.append(
-            f"| ({r['n']}, {r['d']}, {r['h']}) | {r['gflop']:.2f} | "
-            + " | ".join(f"{r['streaming_ms'][b]:.2f}" for b in builds)
-            + f" | {r['full_ms']:.2f} | {r['numpy_ms']:.2f} | {r['torch_ms']:.2f} | {fastest / r['torch_ms']:.2f} "
-            f"| {bound:.2f} | {fastest / bound:.2f} |"
+            f"| ({n}, {d}, {h}) | {t} | {gflop:.2f} | **{s:.2f}** | "
+            + (f"{fmt(row, 'baseline')} | " if base else "")
+            + f"{fmt(row, 'full')} | {fmt(row, 'numpy')} | {fmt(row, 'torch')} | "
+            + (f"**{s / torch_ms:.2f}**" if torch_ms else "-")
+            + f" | {bound:.2f} | {s / bound:.2f} | "
+            + (f"{torch_ms / bound:.2f}" if torch_ms else "-")
+            + " |"
         )
-    lines += ["", "![time against N](bench/attention.svg)", "", "dgemm on both cores, 2048 x 2048 x 2048 (the machine's rate: the best of 7 products, before and after the sizes):", ""]
-    lines += ["| product | GFLOP/s |", "|---|---|"]
-    lines += [f"| {name} | {rate:.1f} |" for name, rate in rates.items()]
-    lines += ["", f"The GEMM-bound time is the forward pass's GFLOP at the best of these, {best:.1f} GFLOP/s."]
-    shapes = ["2048x2048x2048", "256x64x256", "256x256x64"]
-    lines += ["", "dgemm on one thread, as the streaming path calls it (GFLOP/s; M x K x N):", ""]
-    lines += ["| build, product | " + " | ".join(shapes) + " |", "|---|" + "---|" * len(shapes)]
-    for name, by_shape in result["per_thread_gflops"].items():
-        lines.append(f"| {name} | " + " | ".join(f"{by_shape[s]:.1f}" for s in shapes) + " |")
-    if memory:
+    extra = [r for r in rows if "streaming-causal" in r["ms"]]
+    if extra:
         lines += [
             "",
-            "Peak RSS of one forward pass, (N, 512, 8), `/usr/bin/time -v` on `examples/attention_forward`"
-            + (f" (from the run of {c['memory_from']}):" if c.get("memory_from") else ":"),
+            "Under a causal mask (`forward_streaming_masked` with `Mask::causal`; PyTorch with the same "
+            "additive mask as `attn_mask`), and one head of the layer alone (`Head::forward_streaming`, "
+            "d_k = 64; its bound counts its own GFLOP):",
             "",
-            "| N | streaming (MiB) | full, keeps weights (MiB) | streaming / full |",
-            "|---|---|---|---|",
+            "| (N, D, H) | threads | causal, streaming | causal, PyTorch | streaming / PyTorch | one head | head's bound | head / bound |",
+            "|---|---|---|---|---|---|---|---|",
         ]
-        for m in memory:
-            if "full_mib" in m:
-                full, ratio = f"{m['full_mib']:.0f}", f"{m['streaming_mib'] / m['full_mib']:.1%}"
-            else:
-                full = f"not run: its scores and weights alone need {m['full_needs_mib']:.0f} MiB"
-                ratio = f"< {m['streaming_mib'] / m['full_needs_mib']:.1%}"
-            lines.append(f"| {m['n']} | {m['streaming_mib']:.0f} | {full} | {ratio} |")
+        for row in extra:
+            n, d, h, t = row["n"], row["d"], row["h"], row["threads"]
+            s, p = row["ms"]["streaming-causal"], row["ms"]["torch-causal"]
+            head = row["ms"]["head"]
+            bound = flops("head", n, d, h) / 1e9 / limit_gflops(result, t) * 1e3
+            lines.append(f"| ({n}, {d}, {h}) | {t} | {s:.2f} | {p:.2f} | {s / p:.2f} | {head:.2f} | {bound:.2f} | {head / bound:.2f} |")
+    lines += ["", "How the streaming time grows with N (D = 512, H = 8): the exponent k in time ~ N^k between neighbouring sizes.", ""]
+    lines += ["| threads | " + " | ".join(f"{a} -> {b}" for a, b in zip([256, 1024, 4096], [1024, 4096, 16384])) + " |", "|---|---|---|---|"]
+    for t in THREADS:
+        by_n = {r["n"]: r["ms"]["streaming"] for r in rows if r["threads"] == t and r["d"] == D and "streaming" in r["ms"]}
+        steps = [f"{math.log(by_n[b] / by_n[a]) / math.log(b / a):.2f}" if a in by_n and b in by_n else "-" for a, b in zip([256, 1024, 4096], [1024, 4096, 16384])]
+        lines.append(f"| {t} | " + " | ".join(steps) + " |")
+    lines += [
+        "",
+        "Peak memory of each run, MiB: the Rust processes' peak RSS (`/usr/bin/time -v`), the Python "
+        "ones' peak RSS above what the process held before its first pass (the interpreter, NumPy and "
+        "PyTorch themselves not counted):",
+        "",
+        "| (N, D, H) | threads | streaming | full, keeps weights | NumPy | PyTorch |",
+        "|---|---|---|---|---|---|",
+    ]
+    mem = lambda row, impl: f"{row['mib'][impl]:.0f}" if impl in row["mib"] else "-"
+    for row in rows:
+        if "streaming" in row["mib"]:
+            lines.append(f"| ({row['n']}, {row['d']}, {row['h']}) | {row['threads']} | {mem(row, 'streaming')} | {mem(row, 'full')} | {mem(row, 'numpy')} | {mem(row, 'torch')} |")
     lines += ["", MARK_END]
     path = ROOT / "BENCHMARKS.md"
     text = path.read_text()
     block = "\n".join(lines)
-    if MARK_BEGIN in text:
-        text = re.sub(re.escape(MARK_BEGIN) + ".*?" + re.escape(MARK_END), lambda _: block, text, flags=re.S)
-    else:
-        text = text.rstrip("\n") + "\n\n# Benchmarks: the attention forward pass\n\n" + block + "\n"
+    text = re.sub(re.escape(MARK_BEGIN) + ".*?" + re.escape(MARK_END), lambda _: block, text, flags=re.S)
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)

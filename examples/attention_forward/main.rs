@@ -2,8 +2,9 @@
 //! peak-memory runs under `/usr/bin/time -v`.
 //!
 //! `cargo run --release --example attention_forward -- PATH N D H [RUNS]`, PATH being
-//! `streaming` (`MultiHead::forward_streaming`) or `full` (`MultiHead::forward`, every
-//! intermediate kept). The inputs are NumPy's: `np.random.seed(0); x = np.random.rand(N, D)`,
+//! `streaming` (`MultiHead::forward_streaming`), `streaming-causal` (the same under
+//! `Mask::causal`), `head` (the layer's first head, `Head::forward_streaming`) or `full`
+//! (`MultiHead::forward`, every intermediate kept). The inputs are NumPy's: `np.random.seed(0); x = np.random.rand(N, D)`,
 //! then W_Q, W_K, W_V, W_O each `np.random.rand(D, D) / D`. Prints one JSON line with the
 //! median and every run's time in milliseconds.
 
@@ -30,7 +31,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &[String]) -> Result<String, String> {
-    let usage = "usage: attention_forward streaming|full N D H [RUNS]";
+    let usage = "usage: attention_forward streaming|streaming-causal|head|full N D H [RUNS]";
     let (path, numbers) = args.split_first().ok_or(usage)?;
     let numbers: Vec<usize> = numbers
         .iter()
@@ -45,12 +46,20 @@ fn run(args: &[String]) -> Result<String, String> {
         _ => return Err(usage.to_string()),
     };
     let (x, layer) = inputs(n, d, h)?;
+    // Built only for the path that uses it (at N = 16384 it is 2 GiB).
+    let causal = if path == "streaming-causal" {
+        Mask::causal(n)
+    } else {
+        Mask::causal(0)
+    };
     let mut times = Vec::with_capacity(runs);
     let mut check = 0.0;
     for _ in 0..runs {
         let start = Instant::now();
         let out = match path.as_str() {
             "streaming" => layer.forward_streaming_with(&x, streaming()),
+            "streaming-causal" => layer.forward_streaming_masked_with(&x, &causal, streaming()),
+            "head" => layer.heads()[0].forward_streaming_with(&x, streaming()),
             "full" => layer.forward(&x).map(|o| o.result().clone()),
             other => return Err(format!("unknown path {other:?}; {usage}")),
         }
