@@ -22,7 +22,9 @@
 //!
 //! To reproduce d2l's or burn's numbers, use [`Mask::with_fill`] with their fill value.
 
-use ndarray::{s, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
+use std::ops::Range;
+
+use ndarray::{s, Array2, ArrayView1, ArrayView2};
 
 use crate::error::{AttentionError, Operand};
 
@@ -207,7 +209,8 @@ impl Mask {
     /// Masks `scores` (queries x keys) in place.
     pub(crate) fn apply(&self, scores: &mut Array2<f64>) -> Result<(), AttentionError> {
         self.check(scores.nrows(), scores.ncols())?;
-        self.apply_block(scores.view_mut(), 0, 0);
+        let fill = self.fill;
+        scores.zip_mut_with(&self.additive, |s, &m| *s = masked(*s, m, fill));
         Ok(())
     }
 
@@ -223,18 +226,56 @@ impl Mask {
         Ok(())
     }
 
-    /// Masks a block of the scores whose first entry is `(row, col)` of the whole matrix
-    /// (the streaming path sees one block at a time).
-    pub(crate) fn apply_block(&self, mut scores: ArrayViewMut2<'_, f64>, row: usize, col: usize) {
-        let (rows, cols) = scores.dim();
-        let additive = self.additive.slice(s![row..row + rows, col..col + cols]);
-        match self.fill {
-            None => scores += &additive,
-            Some(fill) => scores.zip_mut_with(&additive, |s, &m| {
-                *s = if m == f64::NEG_INFINITY { fill } else { *s + m };
-            }),
+    /// What the mask does to the block of scores at rows `rows` and columns `cols` of the
+    /// whole matrix (the streaming path sees one block at a time).
+    pub(crate) fn block(&self, rows: Range<usize>, cols: Range<usize>) -> Block {
+        let part = self.additive.slice(s![rows, cols]);
+        if part.iter().all(|&m| m == 0.0) {
+            Block::Open
+        } else if self.fill.is_none() && part.iter().all(|&m| m == f64::NEG_INFINITY) {
+            Block::Blocked
+        } else {
+            Block::Mixed
         }
     }
+
+    /// Masks a block of the scores stored key by key, `lanes` apart: the scores of query
+    /// `row + l` and key `col + j` at `scores[j * lanes + l]`, for `l < rows` and `j < keys`.
+    pub(crate) fn apply_lanes(
+        &self,
+        scores: &mut [f64],
+        lanes: usize,
+        (row, rows): (usize, usize),
+        (col, keys): (usize, usize),
+    ) {
+        let part = self.additive.slice(s![row..row + rows, col..col + keys]);
+        for (l, additive) in part.rows().into_iter().enumerate() {
+            let scores = scores[l..].iter_mut().step_by(lanes);
+            scores
+                .zip(additive)
+                .for_each(|(s, &m)| *s = masked(*s, m, self.fill));
+        }
+    }
+}
+
+/// A score `s` under the mask's entry `m`: `s + m`, or the fill where `m` blocks.
+#[inline(always)]
+fn masked(s: f64, m: f64, fill: Option<f64>) -> f64 {
+    match fill {
+        Some(fill) if m == f64::NEG_INFINITY => fill,
+        _ => s + m,
+    }
+}
+
+/// What a mask does to a block of scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Block {
+    /// Adds 0 everywhere: nothing.
+    Open,
+    /// Adds `-inf` everywhere: every key of the block is blocked for every query.
+    Blocked,
+    /// Anything else.
+    Mixed,
 }
 
 /// Sets the weights of every row whose scores are all `-inf` to zero (the softmax gave NaN).

@@ -14,11 +14,15 @@
 //!
 //! K^T and V are packed once per head and call, in panels of [`COLS`] columns ([`Panels`]),
 //! and shared by every thread; a block's queries once per block.
+//!
+//! Under a mask, what it does to each block is found once per call ([`MaskBlocks`]): a block
+//! it leaves open is not touched, and one it blocks whole (most of a causal mask's) is
+//! skipped where that is exact, when its scores and values are finite (it would add 0).
 
-use ndarray::{s, ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis};
+use ndarray::{ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis};
 
 use super::simd::{exp, Lanes, Portable};
-use crate::mask::Mask;
+use crate::mask::{Block, Mask};
 use crate::softmax::Softmax;
 
 /// Query rows a panel holds: [`VECS`] vectors of four, one row a lane.
@@ -59,20 +63,58 @@ impl Panels {
     }
 }
 
-/// One head's keys and values, packed for [`attend`]: K^T (d_k x keys) and V (keys x d_v).
+/// One head's keys and values, packed for [`attend`]: K^T (d_k x keys) and V (keys x d_v),
+/// and for each panel of [`COLS`] keys the largest magnitude in its keys and in its values
+/// (inf if one is NaN), which tell when a block the mask blocks whole can be skipped.
 pub(super) struct PackedHead {
     keys: Panels,
     values: Panels,
+    key_bounds: Vec<f64>,
+    value_bounds: Vec<f64>,
 }
 
 impl PackedHead {
     /// Packs `k` (keys x d_k) and `v` (keys x d_v).
     pub(super) fn new(k: ArrayView2<'_, f64>, v: ArrayView2<'_, f64>) -> PackedHead {
+        let bounds = |x: ArrayView2<'_, f64>| -> Vec<f64> {
+            x.axis_chunks_iter(Axis(0), COLS)
+                .map(|rows| magnitude(rows.iter()))
+                .collect()
+        };
         PackedHead {
             keys: Panels::new(k.t()),
             values: Panels::new(v),
+            key_bounds: bounds(k),
+            value_bounds: bounds(v),
         }
     }
+
+    /// Whether every score of a query panel whose values are at most `q_bound` in magnitude
+    /// with keys `start..start + count` is finite, and so are the keys' values: then a mask
+    /// that blocks them all makes them add exactly nothing, and the block can be skipped.
+    fn skippable(&self, q_bound: f64, scale: f64, start: usize, count: usize) -> bool {
+        let panels = start / COLS..(start + count).div_ceil(COLS);
+        let k_bound = self.key_bounds[panels.clone()]
+            .iter()
+            .fold(0.0, |a: f64, &b| a.max(b));
+        let v_bound = self.value_bounds[panels]
+            .iter()
+            .fold(0.0, |a: f64, &b| a.max(b));
+        // |q k| <= d_k max|q| max|k|: below f64::MAX, no score overflows.
+        let scores = q_bound * k_bound * self.keys.rows as f64 * scale.max(1.0);
+        scores < f64::MAX && v_bound < f64::INFINITY
+    }
+}
+
+/// The largest magnitude among `values`; inf if one is NaN or infinite (0 for none).
+fn magnitude<'a>(values: impl Iterator<Item = &'a f64>) -> f64 {
+    values.fold(0.0, |m: f64, &x| {
+        if x.is_nan() {
+            f64::INFINITY
+        } else {
+            m.max(x.abs())
+        }
+    })
 }
 
 /// `a`'s rows into `packed` in panels of [`ROWS`]: panel `i` is every column's [`ROWS`]
@@ -132,8 +174,53 @@ impl Lines {
     }
 }
 
-/// Where the query rows' mask comes from: the mask, and the index of the block's first row.
-pub(super) type BlockMask<'m> = Option<(&'m Mask, usize)>;
+/// A mask, and what it does to each block of scores the kernel meets (panels of [`ROWS`]
+/// queries by blocks of keys), found once per call for every head.
+pub(super) struct MaskBlocks<'m> {
+    mask: &'m Mask,
+    key_block: usize,
+    key_blocks: usize,
+    kinds: Vec<Block>,
+}
+
+impl MaskBlocks<'_> {
+    /// Sorts the blocks of `mask` (queries x keys) for blocks of `key_block` keys (rounded as
+    /// [`attend`] rounds it), the panels of queries shared among up to `threads` threads.
+    pub(super) fn new(mask: &Mask, key_block: usize, threads: usize) -> MaskBlocks<'_> {
+        let (queries, keys) = mask.additive().dim();
+        let key_block = key_block.clamp(1, keys.max(1)).next_multiple_of(COLS);
+        let key_blocks = keys.div_ceil(key_block);
+        let mut kinds = vec![Block::Open; queries.div_ceil(ROWS) * key_blocks];
+        let per = kinds.len().div_ceil(threads.max(1)).max(1);
+        std::thread::scope(|scope| {
+            for (i, part) in kinds.chunks_mut(per).enumerate() {
+                scope.spawn(move || {
+                    for (j, kind) in part.iter_mut().enumerate() {
+                        let (panel, block) =
+                            ((i * per + j) / key_blocks, (i * per + j) % key_blocks);
+                        let rows = panel * ROWS..queries.min((panel + 1) * ROWS);
+                        let cols = block * key_block..keys.min((block + 1) * key_block);
+                        *kind = mask.block(rows, cols);
+                    }
+                });
+            }
+        });
+        MaskBlocks {
+            mask,
+            key_block,
+            key_blocks,
+            kinds,
+        }
+    }
+
+    fn kind(&self, row: usize, start: usize) -> Block {
+        self.kinds[row / ROWS * self.key_blocks + start / self.key_block]
+    }
+}
+
+/// Where the query rows' mask comes from: the mask's blocks, and the index of the block's
+/// first row (a multiple of [`ROWS`]).
+pub(super) type BlockMask<'m> = Option<(&'m MaskBlocks<'m>, usize)>;
 
 /// One head's `z` for the query rows `q` (row `i` of `z` for row `i` of `q`), by the online
 /// softmax over blocks of `key_block` keys (rounded up to a multiple of [`COLS`]).
@@ -192,9 +279,19 @@ fn attend_with<S: Lanes>(
     }
     let panels = rows.div_ceil(ROWS);
     let width = d_v.div_ceil(COLS) * COLS;
-    let key_block = key_block.clamp(1, n_keys).next_multiple_of(COLS);
+    let key_block = match mask {
+        Some((blocks, _)) => blocks.key_block,
+        None => key_block.clamp(1, n_keys).next_multiple_of(COLS),
+    };
     let packed_q = scratch.q.fill(panels * d_k * ROWS, 0.0);
     pack_rows(q, packed_q);
+    let q_bounds: Vec<f64> = match mask {
+        Some(_) => packed_q
+            .chunks_exact(d_k * ROWS)
+            .map(|panel| magnitude(panel.iter()))
+            .collect(),
+        None => Vec::new(),
+    };
     let p = scratch.p.fill(key_block * ROWS, 0.0);
     let acc = scratch.acc.fill(panels * width * ROWS, 0.0);
     let max = scratch.max.fill(panels * ROWS, f64::NEG_INFINITY);
@@ -209,15 +306,21 @@ fn attend_with<S: Lanes>(
         let count = key_block.min(n_keys - start);
         for panel in 0..panels {
             let q_panel = &packed_q[panel * d_k * ROWS..(panel + 1) * d_k * ROWS];
+            let live = ROWS.min(rows - panel * ROWS);
+            let kind = mask.map(|(blocks, first)| {
+                let at = first + panel * ROWS;
+                (blocks.mask, at, blocks.kind(at, start))
+            });
+            if let Some((_, _, Block::Blocked)) = kind {
+                if head.skippable(q_bounds[panel], scale, start, count) {
+                    continue;
+                }
+            }
             let block_max = scores(s, q_panel, &head.keys, start, count, scale, p);
-            let block_max = match mask {
-                None => Some(block_max),
-                Some((mask, first)) => {
-                    let live = ROWS.min(rows - panel * ROWS);
-                    let block = ArrayViewMut2::from_shape((count, ROWS), &mut p[..count * ROWS])
-                        .expect("the scores hold count x ROWS values");
-                    let mut block = block.reversed_axes();
-                    mask.apply_block(block.slice_mut(s![..live, ..]), first + panel * ROWS, start);
+            let block_max = match kind {
+                None | Some((_, _, Block::Open)) => Some(block_max),
+                Some((mask, at, _)) => {
+                    mask.apply_lanes(&mut p[..count * ROWS], ROWS, (at, live), (start, count));
                     None
                 }
             };

@@ -24,6 +24,10 @@
 //! projections side by side (one per input in cross-attention, where queries, keys and
 //! values come from different sequences), and the concatenation times W_O.
 //!
+//! Under a mask, a block of keys that the mask blocks whole for a panel of queries (most of
+//! a causal mask's blocks) is skipped, where its scores and values are finite and it would
+//! add exactly nothing.
+//!
 //! Its extra memory is O(N d): the fused Q, K, V, the packed K and V, the concatenation and
 //! the output, plus a block of scores and a block's accumulators per thread, against
 //! O(H N^2) for the path that keeps the weights.
@@ -50,7 +54,7 @@ use std::sync::Mutex;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{concatenate, s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 
-use kernel::{PackedHead, Scratch};
+use kernel::{MaskBlocks, PackedHead, Scratch};
 
 use crate::error::AttentionError;
 use crate::heads::{Head, MultiHead};
@@ -811,6 +815,9 @@ fn run(
         .min(n.div_ceil(per_head))
         .max(1)
         .next_multiple_of(kernel::ROWS);
+    let mask_blocks = plan
+        .mask
+        .map(|mask| MaskBlocks::new(mask, streaming.key_block, threads));
     let mut concat = Array2::zeros((n, plan.width));
     let mut units = Vec::new();
     let mut rest = concat.view_mut();
@@ -826,7 +833,7 @@ fn run(
             q.slice(s![rows, cols.q..cols.q + cols.d_k]),
             head,
             cols.softmax,
-            plan.mask.map(|m| (m, first)),
+            mask_blocks.as_ref().map(|m| (m, first)),
             streaming.key_block,
             scratch,
             z.view_mut(),
