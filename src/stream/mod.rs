@@ -810,11 +810,9 @@ fn run(
     // kernel's rows); four units a thread at least, so that a thread slowed by other work
     // hands its share to the others.
     let per_head = threads.saturating_mul(4).div_ceil(heads.max(1));
-    let query_block = streaming
-        .query_block
-        .min(n.div_ceil(per_head))
-        .max(1)
-        .next_multiple_of(kernel::ROWS);
+    // Blocks of even size (a last block of a few rows would leave a thread idle).
+    let blocks = n.div_ceil(streaming.query_block.max(1)).max(per_head);
+    let query_block = n.div_ceil(blocks).max(1).next_multiple_of(kernel::ROWS);
     let mask_blocks = plan
         .mask
         .map(|mask| MaskBlocks::new(mask, streaming.key_block, threads));
