@@ -81,6 +81,10 @@ pub struct HubArgs {
 /// install, each in one line.
 pub fn run(args: HubArgs) -> Result<u8> {
     let students = accounts::class(&args.roster, &args.teacher)?;
+    // From here a stop signal stops what runs below us (a set-up step, later JupyterHub)
+    // before this process ends.
+    process::become_subreaper();
+    process::catch_stop_signals();
     let names: Vec<&str> = students.iter().map(|s| s.id.as_str()).collect();
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
@@ -154,12 +158,13 @@ pub fn run(args: HubArgs) -> Result<u8> {
     let config_file = shared.state().join("jupyterhub_config.py");
     attention_lab_io::error::write_file(&config_file, config::config(&shared, &class).as_bytes())?;
     let handout = handout(&args, &students, &made);
+    if let Some(signal) = process::stop_signal() {
+        process::die_of(signal);
+    }
     if args.setup_only {
         print(&handout)?;
         return Ok(0);
     }
-    process::become_subreaper();
-    process::catch_stop_signals();
     let served = serve(&shared, &config_file, addr, &handout);
     if let Some(groups) = memory {
         groups.remove();

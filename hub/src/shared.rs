@@ -262,7 +262,8 @@ fn proxy(shared: &Shared) -> Result<()> {
         .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
         .arg(&dir)
         .arg(PROXY)
-        .status()
+        .spawn()
+        .and_then(lab::run_step)
         .map_err(|_| {
             problem!("npm not found: install Node.js and npm (e.g. apt install npm); JupyterHub's proxy {PROXY} comes from npm")
         })?;
@@ -546,7 +547,8 @@ fn warm(shared: &Shared) -> Result<()> {
         }
     }
     let status = command
-        .status()
+        .spawn()
+        .and_then(lab::run_step)
         .map_err(|e| problem!("cannot run {}: {}", shared.bin().display(), io_text(&e)))?;
     // 1: some stored output differs (007's timings do): the crates are compiled all the same.
     if status.code() == Some(2) || status.code().is_none() {

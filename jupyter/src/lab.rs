@@ -52,6 +52,11 @@ pub fn run(args: LabArgs) -> Result<u8> {
             io_text(&e)
         )
     })?);
+    // Kernels run in sessions of their own (jupyter_client's start_new_session): as our
+    // orphans they stay findable, and SIGINT, SIGTERM and SIGHUP reach us, not the default
+    // action, which would leave JupyterLab serving (or pip installing: set-up steps stop).
+    process::become_subreaper();
+    process::catch_stop_signals();
     let cache = kernel::cache_dir()?;
     let venv = ensure_venv(&cache.join("venv-lab"))?;
     let data = cache.join("jupyter");
@@ -84,11 +89,6 @@ pub fn run(args: LabArgs) -> Result<u8> {
     if unsafe { libc::geteuid() } == 0 {
         command.arg("--allow-root");
     }
-    // Kernels run in sessions of their own (jupyter_client's start_new_session): as our
-    // orphans they stay findable, and SIGINT, SIGTERM and SIGHUP reach us, not the default
-    // action, which would leave JupyterLab serving.
-    process::become_subreaper();
-    process::catch_stop_signals();
     let child = command.spawn().map_err(|e| {
         problem!(
             "cannot start JupyterLab from {}: {}",
@@ -238,6 +238,32 @@ pub fn watch(child: &mut Child, what: &str) -> Result<Ended> {
         }
     }
     unreachable!("the loop ends by returning")
+}
+
+/// Runs a set-up step (`pip`, `npm`, a warm replay) to its end, unless a stop signal
+/// caught by [`process::catch_stop_signals`] comes first: then the step and everything
+/// else below us is stopped ([`stop_leftovers`]) and this process dies of that signal, so
+/// that no step goes on compiling or downloading for nobody.
+///
+/// ```no_run
+/// let status = attention_lab_jupyter::lab::run_step(std::process::Command::new("true").spawn()?)?;
+/// assert!(status.success());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// # Errors
+/// Waiting for the step failed.
+pub fn run_step(mut child: Child) -> std::io::Result<std::process::ExitStatus> {
+    loop {
+        if let Some(signal) = process::stop_signal() {
+            stop_leftovers();
+            process::die_of(signal);
+        }
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// How long JupyterLab gets to shut its kernels down after SIGTERM, before SIGKILL.
@@ -447,12 +473,13 @@ pub fn pip_install(
     options: &[&str],
     pins: &[&str],
 ) -> std::io::Result<std::process::ExitStatus> {
-    Command::new(venv.join("bin").join("python"))
+    let child = Command::new(venv.join("bin").join("python"))
         .args(["-m", "pip", "install", "-q"])
         .args(options)
         .arg("--disable-pip-version-check")
         .args(pins)
-        .status()
+        .spawn()?;
+    run_step(child)
 }
 
 /// A random token for JupyterLab's URL.
