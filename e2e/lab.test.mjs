@@ -13,6 +13,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkCells, kernelIdle, menu, runAll, stored } from './notebook.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const shots = path.join(repo, 'target', 'e2e');
@@ -83,27 +84,6 @@ function serving(port) {
   });
 }
 
-const norm = (s) => s.replace(/[ \t]+\n/g, '\n').trim();
-const textOf = (t) => (Array.isArray(t) ? t.join('') : t);
-
-// What each code cell stored: its stream and text/plain texts, and its stderr.
-function stored(nb) {
-  return nb.cells.map((cell) => {
-    const texts = [];
-    const stderr = [];
-    for (const o of cell.outputs || []) {
-      if (o.output_type === 'stream') (o.name === 'stderr' ? stderr : texts).push(norm(textOf(o.text)));
-      else if (o.data && o.data['text/plain'] && !o.data['text/html']) texts.push(norm(textOf(o.data['text/plain'])));
-    }
-    return { type: cell.cell_type, texts: texts.filter((t) => t), stderr };
-  });
-}
-
-async function menu(page, top, item) {
-  await page.locator('.lm-MenuBar-itemLabel', { hasText: new RegExp(`^${top}$`) }).click();
-  await page.locator('.lm-Menu-item', { hasText: item }).first().click();
-}
-
 async function runNotebook(page, base, token, name, failures) {
   const expected = stored(JSON.parse(fs.readFileSync(path.join(repo, 'notebooks', name))));
   {
@@ -111,18 +91,7 @@ async function runNotebook(page, base, token, name, failures) {
     // one (it would start a kernel of its own and take the menu's commands).
     await page.goto(`${base}/lab/tree/${name}?reset&token=${token}`);
     await page.waitForSelector(`${PANEL} .jp-Cell`, { timeout: 120000 });
-    // The stored outputs are on the page until cleared: clear them, so what is checked is new.
-    await page.waitForFunction(
-      (panel) => (document.querySelector(`${panel} .jp-Toolbar-kernelName`)?.textContent || '').includes('Rust (attention-lab)'),
-      PANEL, { timeout: 180000 },
-    );
-    // Run All sent before the kernel has started is lost (the kernel stays idle and the page
-    // waits): wait for the status bar to call the kernel idle first.
-    await page.waitForFunction(
-      () => [...document.querySelectorAll('.jp-StatusBar-TextItem')]
-        .some((t) => /Rust \(attention-lab\) \| Idle/.test(t.textContent || '')),
-      null, { timeout: 180000 },
-    );
+    await kernelIdle(page, PANEL);
     // `lab` turns JupyterLab's news question off: no pop-up over the notebook a class sees.
     const news = await page.getByText('official Jupyter news').count();
     if (news) failures.push(`${name}: the "official Jupyter news" pop-up is shown`);
@@ -145,49 +114,8 @@ async function runNotebook(page, base, token, name, failures) {
       await page.waitForTimeout(500);
       await page.screenshot({ path: path.join(shots, `${name.replace(/\.ipynb$/, '')}-untrusted.png`) });
     }
-    await menu(page, 'Edit', 'Clear Outputs of All Cells');
-    const leftover = await page.locator(`${PANEL} .jp-OutputArea-output`).count();
-    if (leftover) failures.push(`${name}: ${leftover} outputs left after clearing`);
-    const prompts = (panel) => [...document.querySelectorAll(`${panel} .jp-CodeCell .jp-InputArea-prompt`)]
-      .map((p) => p.textContent);
-    const numbered = (await page.evaluate(prompts, PANEL)).filter((p) => /\d/.test(p)).length;
-    // Numbers left from the stored notebook would look like a finished run.
-    if (numbered) failures.push(`${name}: ${numbered} prompts still numbered after clearing`);
-    await menu(page, 'Run', 'Run All Cells');
-    // Idle: every code cell has a number in its prompt (none is queued or running).
-    await page.waitForFunction((panel) => {
-      const prompts = [...document.querySelectorAll(`${panel} .jp-CodeCell .jp-InputArea-prompt`)];
-      return prompts.length > 0 && prompts.every((p) => /\[\d+\]/.test(p.textContent));
-    }, PANEL, { timeout: RUN_TIMEOUT_MS, polling: 1000 });
-    await page.waitForTimeout(1000); // the last lines may follow the idle status
-
-    const cells = await page.$$eval(`${PANEL} .jp-Notebook .jp-Cell`, (els) => els.map((el) => ({
-      out: [...el.querySelectorAll('.jp-OutputArea-output')].map((o) => o.textContent).join('\n'),
-      stderr: [...el.querySelectorAll('[data-mime-type="application/vnd.jupyter.stderr"]')].map((o) => o.textContent),
-      errors: el.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]').length,
-      // Heatmaps are images of their SVG (what untrusted output keeps): read the SVG back.
-      svgs: [...el.querySelectorAll('.jp-OutputArea-output img.alab-figure')].map((img) => {
-        const bytes = Uint8Array.from(atob(img.getAttribute('src').split(',')[1]), (c) => c.charCodeAt(0));
-        const svg = new DOMParser().parseFromString(new TextDecoder().decode(bytes), 'image/svg+xml');
-        return [...svg.querySelectorAll('rect')]
-          .filter((r) => r.getAttribute('width') === r.getAttribute('height') && r.getAttribute('stroke') === 'none').length;
-      }),
-    })));
-    if (cells.length !== expected.length) failures.push(`${name}: page has ${cells.length} cells, notebook ${expected.length}`);
-    const svgCounts = [];
-    expected.forEach((want, i) => {
-      const got = cells[i];
-      if (!got || want.type !== 'code') return;
-      const page = norm(got.out).replace(/[ \t]+\n/g, '\n');
-      for (const t of want.texts) {
-        if (!page.includes(t)) failures.push(`${name} cell ${i}: page lacks ${JSON.stringify(t.slice(0, 80))}`);
-      }
-      if (got.errors) failures.push(`${name} cell ${i}: shows an error`);
-      for (const s of got.stderr) {
-        if (!want.stderr.includes(norm(s))) failures.push(`${name} cell ${i}: stderr ${JSON.stringify(norm(s).slice(0, 200))}`);
-      }
-      svgCounts.push(...got.svgs);
-    });
+    const cells = await runAll(page, PANEL, RUN_TIMEOUT_MS, (problem) => failures.push(`${name}: ${problem}`));
+    const svgCounts = checkCells(name, expected, cells, failures);
     if (JSON.stringify(svgCounts) !== JSON.stringify(NOTEBOOKS[name])) {
       failures.push(`${name}: heatmap cells ${JSON.stringify(svgCounts)}, expected ${JSON.stringify(NOTEBOOKS[name])}`);
     }
