@@ -12,8 +12,8 @@ Every implementation gets the same inputs: np.random.seed(0); x = rand(N, D), th
 W_V, W_O each rand(D, D) / D (the Rust side draws them with attention_lab::np::RandomState).
 Each is timed in a process of its own (examples/attention_forward for Rust, this script with
 --worker for Python), whose thread count is fixed before it starts; the implementations take
-turns within each size, round after round, so that a slow spell of the machine falls on all
-of them. Medians over every run of every round.
+turns within each size, round after round (seven; one at N = 16384), a run or a few each, so that a slow
+spell of the machine falls on all of them. Medians over every run of every round.
 
 Run from the repository root (about 25 minutes):
     .venv/bin/python scripts/bench_attention.py [--baseline REV] [--quick]
@@ -32,18 +32,19 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 D, H = 512, 8
-# (N, D, H), the implementations run there, and runs per round.
+# (N, D, H), the implementations run there, and runs per round (few, so that the
+# implementations take turns often: this machine's speed drifts by 20% over tens of seconds).
 SIZES = [
-    ((128, 64, 4), ["streaming", "baseline", "full", "numpy", "torch"], 50),
-    ((256, D, H), ["streaming", "baseline", "full", "numpy", "torch"], 20),
-    ((1024, D, H), ["streaming", "baseline", "full", "numpy", "torch"], 10),
-    ((4096, D, H), ["streaming", "baseline", "full", "numpy", "torch"], 3),
+    ((128, 64, 4), ["streaming", "baseline", "full", "numpy", "torch"], 20),
+    ((256, D, H), ["streaming", "baseline", "full", "numpy", "torch"], 5),
+    ((1024, D, H), ["streaming", "baseline", "full", "numpy", "torch"], 2),
+    ((4096, D, H), ["streaming", "baseline", "full", "numpy", "torch"], 1),
     ((16384, D, H), ["streaming", "baseline"], 1),
 ]
 # The same layer under a causal mask, and one head of it.
 EXTRA = [
-    ((1024, D, H), ["streaming-causal", "torch-causal", "head"], 10),
-    ((4096, D, H), ["streaming-causal", "torch-causal", "head"], 3),
+    ((1024, D, H), ["streaming-causal", "torch-causal", "head"], 2),
+    ((4096, D, H), ["streaming-causal", "torch-causal", "head"], 1),
 ]
 THREADS = [1, 2]
 MARK_BEGIN = "<!-- bench_attention.py: begin -->"
@@ -186,9 +187,12 @@ def measure(impl, n, d, h, threads, runs, binaries):
         return got["runs_ms"], got["peak_mib"] - got["base_mib"]
     binary = binaries["baseline" if impl == "baseline" else "current"]
     path = "streaming" if impl == "baseline" else impl
-    got, stderr = run_json(["/usr/bin/time", "-v", str(binary), path, str(n), str(d), str(h), str(runs)], env)
+    # The baseline's example may time its first pass too (it did before it warmed up): one
+    # more run, the first dropped.
+    extra = 1 if impl == "baseline" else 0
+    got, stderr = run_json(["/usr/bin/time", "-v", str(binary), path, str(n), str(d), str(h), str(runs + extra)], env)
     kib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr).group(1))
-    return got["runs_ms"], kib / 1024
+    return got["runs_ms"][extra:], kib / 1024
 
 
 def build_example(root, target):
@@ -223,7 +227,7 @@ def torch_config():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", help="also time the streaming path built at this commit")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=7, help="rounds below N = 16384 (one there)")
     parser.add_argument("--quick", action="store_true", help="N = 256 and 1024 only, one round")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
