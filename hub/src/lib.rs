@@ -8,6 +8,7 @@
 //! - [`accounts`]: roster ids as system users, made and seeded;
 //! - [`shared`]: the shared folder every student's server and kernel run from;
 //! - [`config`]: writes `jupyterhub_config.py`;
+//! - [`grading`]: nbgrader's course and exchange, per-student sheets handed out and collected;
 //! - [`limits`]: each student's memory cgroup.
 //!
 //! ```
@@ -16,6 +17,7 @@
 
 pub mod accounts;
 pub mod config;
+pub mod grading;
 pub mod limits;
 pub mod shared;
 
@@ -65,6 +67,14 @@ pub struct HubArgs {
     /// Set everything up and make the accounts, then stop instead of serving.
     #[arg(long)]
     setup_only: bool,
+    /// Put each student's sheet from DIR/sheets (`exercise --roster FILE --out DIR`) in
+    /// their ~/attention-lab/sheet/, then stop (nbgrader releases one version to all).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["collect", "setup_only"])]
+    hand_out: Option<PathBuf>,
+    /// Copy each student's answers, ~/attention-lab/sheet/ID.json, to DIR/ID.json for
+    /// `attention-lab grade --answers DIR`, then stop.
+    #[arg(long, value_name = "DIR", conflicts_with = "setup_only")]
+    collect: Option<PathBuf>,
     /// Run every server as this one user (JupyterHub's SimpleLocalProcessSpawner), without
     /// system users: for a teacher alone, never a class (anyone could read anyone's files).
     #[arg(long)]
@@ -103,6 +113,27 @@ pub fn run(args: HubArgs) -> Result<u8> {
         all.push(&args.teacher);
         accounts::check_free(&all)?;
     }
+    if args.hand_out.is_some() || args.collect.is_some() {
+        if !root || args.single_user_demo {
+            return Err(problem!(
+                "--hand-out and --collect run as root, as each student in turn (with system users, not --single-user-demo)"
+            ));
+        }
+        let accounts = names
+            .iter()
+            .map(|name| {
+                accounts::lookup(name).ok_or_else(|| {
+                    problem!("{name}: no such user yet; run attention-lab hub --roster first")
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let missing = match (&args.hand_out, &args.collect) {
+            (Some(dir), _) => grading::hand_out(&accounts, dir)?,
+            (_, Some(dir)) => grading::collect(&accounts, dir)?,
+            _ => 0,
+        };
+        return Ok(u8::from(missing > 0));
+    }
     let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
     if !args.setup_only {
         drop(
@@ -129,6 +160,9 @@ pub fn run(args: HubArgs) -> Result<u8> {
             if new {
                 seed_student(&shared, &account)?;
                 made.push(account.name.clone());
+            }
+            if name == &args.teacher.as_str() {
+                grading::course(&account)?;
             }
         }
     }

@@ -23,11 +23,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The JupyterHub the hub runs, and the packages beside it (one version each).
-pub const PINS: [&str; 4] = [
+pub const PINS: [&str; 5] = [
     "jupyterhub==6.1.1",
     lab::JUPYTERLAB,
     "jupyterhub-firstuseauthenticator==1.1.1",
     "jupyterhub-idle-culler==2.0.0",
+    "nbgrader==0.9.6",
 ];
 /// JupyterHub's proxy, from npm.
 pub const PROXY: &str = "configurable-http-proxy@5.3.0";
@@ -81,6 +82,11 @@ impl Shared {
     pub fn notebooks(&self) -> PathBuf {
         self.root.join("notebooks")
     }
+    /// nbgrader's exchange: released assignments and submissions.
+    pub fn exchange(&self) -> PathBuf {
+        self.root.join("exchange")
+    }
+
     /// The warm replay's `XDG_CACHE_HOME`: `evcxr/` (compiled crates) and
     /// `attention-lab/replay-evcxr/slot-0` (the build folder).
     pub fn warm(&self) -> PathBuf {
@@ -144,6 +150,7 @@ pub fn prepare(shared: &Shared, notebooks: &Path) -> Result<()> {
     fs::set_permissions(&state, fs::Permissions::from_mode(0o700))
         .map_err(|e| Error::io(state.display(), "set the mode of", e))?;
     venv(shared)?;
+    crate::grading::prepare(shared)?;
     proxy(shared)?;
     toolchain(shared)?;
     copy_tree(repo, &shared.src(), &|p| !skipped_in_source(p))?;

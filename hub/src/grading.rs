@@ -1,0 +1,291 @@
+//! Assignments and marks for a class on the hub.
+//!
+//! - **nbgrader** (0.9.6, in the hub's venv) for notebooks every student gets alike: one
+//!   course, `attention-lab`, whose exchange is `exchange/` in the shared folder; Rust's stub
+//!   for the solutions it clears; the teacher's course folder `~/course` with a first
+//!   assignment, `ps1` (the softmax of a row), to generate, release, collect and autograde
+//!   through the project's kernel. Students fetch and submit from JupyterLab's Assignments
+//!   tab (or `nbgrader fetch_assignment` / `submit`).
+//! - **Per-student sheets**, which nbgrader cannot hand out (it releases one version of an
+//!   assignment to the whole class, and `exercise --roster` makes one sheet per student):
+//!   `hub --hand-out DIR` puts each student's `DIR/sheets/ID.*` in their
+//!   `~/attention-lab/sheet/`, and `hub --collect DIR` gathers each student's
+//!   `~/attention-lab/sheet/ID.json` into `DIR/ID.json` for `attention-lab grade`.
+//!
+//! Everything that touches a student's or the teacher's home runs as that user (`runuser`),
+//! never as root: a link a student plants leads only where that student may go anyway.
+
+use crate::accounts::Account;
+use crate::shared::Shared;
+use attention_lab_io::error::{io_text, warn, write_file, Result};
+use attention_lab_io::problem;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// nbgrader's course id.
+pub const COURSE: &str = "attention-lab";
+
+/// What stands for a cleared Rust solution: it compiles, and panics when it runs.
+pub const RUST_STUB: &str = "// YOUR CODE HERE\ntodo!()";
+
+/// The first assignment of the teacher's course: `source/ps1/softmax.ipynb`.
+const PS1: &str = include_str!("../assignments/ps1/softmax.ipynb");
+
+/// Most bytes of a student's answers that `--collect` takes.
+const MAX_ANSWERS: usize = 10 << 20;
+
+/// nbgrader's settings for everyone who runs the hub's venv: the course, its exchange and
+/// Rust's stub.
+///
+/// ```
+/// let text = attention_lab_hub::grading::config("/srv/h/exchange".as_ref());
+/// assert!(text.contains("c.Exchange.root = \"/srv/h/exchange\""));
+/// assert!(text.contains("\"rust\": \"// YOUR CODE HERE\\ntodo!()\""));
+/// ```
+pub fn config(exchange: &Path) -> String {
+    let py = |s: &str| serde_json::to_string(s).expect("a string is JSON");
+    format!(
+        "# Written by attention-lab hub at every set-up.\n\
+         c = get_config()\n\
+         c.CourseDirectory.course_id = {course}\n\
+         c.Exchange.root = {exchange}\n\
+         c.ClearSolutions.code_stub = {{\"rust\": {stub}}}\n\
+         {shim}",
+        course = py(COURSE),
+        exchange = py(&exchange.display().to_string()),
+        stub = py(RUST_STUB),
+        shim = EXECUTE_SHIM,
+    )
+}
+
+/// nbgrader's Execute, for evcxr's kernel: its error replies leave out `ename`, `evalue`
+/// and `traceback` (the error itself comes as an output, as it should), and nbgrader 0.9.6
+/// reads `ename` from the reply (KeyError: autograde failed on every notebook with a failing
+/// test). The reply gets them from the cell's error output, as the protocol has them.
+const EXECUTE_SHIM: &str = r#"
+from nbgrader.converters.autograde import Autograde
+from nbgrader.preprocessors import Execute
+
+
+class ExecuteRust(Execute):
+    def on_cell_executed(self, **kwargs):
+        content = kwargs["execute_reply"]["content"]
+        if content.get("status") == "error" and "ename" not in content:
+            errors = [o for o in kwargs["cell"].outputs if o.output_type == "error"]
+            content["ename"] = errors[0].ename if errors else "Error"
+            content["evalue"] = errors[0].evalue if errors else ""
+            content["traceback"] = list(errors[0].traceback) if errors else []
+        return super().on_cell_executed(**kwargs)
+
+
+c.Autograde.autograde_preprocessors = [
+    ExecuteRust if p is Execute else p for p in Autograde.autograde_preprocessors.default()
+]
+"#;
+
+/// Makes the exchange (writable by all, sticky as /tmp: nbgrader keeps each course's
+/// inbound unlistable) and writes nbgrader's settings into the venv.
+///
+/// # Errors
+/// A folder or file that cannot be made.
+pub fn prepare(shared: &Shared) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let exchange = shared.exchange();
+    std::fs::create_dir_all(&exchange)
+        .map_err(|e| attention_lab_io::error::Error::io(exchange.display(), "create", e))?;
+    std::fs::set_permissions(&exchange, std::fs::Permissions::from_mode(0o1777)).map_err(|e| {
+        attention_lab_io::error::Error::io(exchange.display(), "set the mode of", e)
+    })?;
+    let etc = shared.venv().join("etc/jupyter");
+    std::fs::create_dir_all(&etc)
+        .map_err(|e| attention_lab_io::error::Error::io(etc.display(), "create", e))?;
+    write_file(etc.join("nbgrader_config.py"), config(&exchange).as_bytes())
+}
+
+/// The teacher's course folder, `~/course`, made once (never touched again): its
+/// `nbgrader_config.py` and the first assignment's source.
+///
+/// # Errors
+/// `runuser` is missing or the folder cannot be made.
+pub fn course(teacher: &Account) -> Result<()> {
+    let root = teacher.home.join("course");
+    let script = format!(
+        "umask 077; [ -e {root} ] && exit 0; mkdir -p {root}/source/ps1 && \
+         printf 'c = get_config()\\nc.CourseDirectory.root = %s\\n' {root_py} > {root}/nbgrader_config.py && \
+         cat > {root}/source/ps1/softmax.ipynb",
+        root = shell(&root.display().to_string()),
+        root_py = shell(&serde_json::to_string(&root.display().to_string()).expect("JSON")),
+    );
+    let out = as_user(teacher, &script, Some(PS1.as_bytes()))?;
+    if !out.status.success() {
+        return Err(problem!(
+            "{}: cannot make the teacher's course folder: {}",
+            root.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// Puts each student's sheet (`sheets/ID.md`, `.tex`, `.pdf` from `exercise --roster --out
+/// DIR`) in their `~/attention-lab/sheet/`, replacing an older one, mode 0600; says what it
+/// did for each. Returns how many students got nothing.
+///
+/// # Errors
+/// `DIR/sheets` is not a folder.
+pub fn hand_out(students: &[Account], dir: &Path) -> Result<usize> {
+    let sheets = dir.join("sheets");
+    if !sheets.is_dir() {
+        return Err(problem!(
+            "{}: no such folder (make it with attention-lab exercise --roster FILE --out {})",
+            sheets.display(),
+            dir.display()
+        ));
+    }
+    let mut missing = 0;
+    for student in students {
+        let mut given = Vec::new();
+        for ext in ["md", "tex", "pdf"] {
+            let name = format!("{}.{ext}", student.name);
+            let Ok(bytes) = std::fs::read(sheets.join(&name)) else {
+                continue;
+            };
+            let script = format!(
+                "umask 077; mkdir -p ~/attention-lab/sheet && cd ~/attention-lab/sheet && \
+                 cat > .{name}.tmp && mv -f .{name}.tmp {name}"
+            );
+            let out = as_user(student, &script, Some(&bytes))?;
+            if out.status.success() {
+                given.push(name);
+            } else {
+                warn(&format!(
+                    "{}: {name} not handed out: {}",
+                    student.name,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+        }
+        if given.is_empty() {
+            missing += 1;
+            warn(&format!("{}: no sheet handed out", student.name));
+        } else {
+            println!(
+                "{}: ~/attention-lab/sheet/{}",
+                student.name,
+                given.join(", ")
+            );
+        }
+    }
+    Ok(missing)
+}
+
+/// Copies each student's answers, `~/attention-lab/sheet/ID.json` (read as that student, at
+/// most 10 MiB), to `out/ID.json` (atomically), for `attention-lab grade --answers out`;
+/// says what it did for each. Returns how many students had none.
+///
+/// # Errors
+/// `out` cannot be made, or a file there cannot be written.
+pub fn collect(students: &[Account], out: &Path) -> Result<usize> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| attention_lab_io::error::Error::io(out.display(), "create", e))?;
+    let mut missing = 0;
+    for student in students {
+        let name = format!("{}.json", student.name);
+        let script = format!("head -c {} ~/attention-lab/sheet/{name}", MAX_ANSWERS + 1);
+        let got = as_user(student, &script, None)?;
+        let problem = if !got.status.success() {
+            Some(String::from_utf8_lossy(&got.stderr).trim().to_owned())
+        } else if got.stdout.len() > MAX_ANSWERS {
+            Some(format!("more than {} MiB", MAX_ANSWERS >> 20))
+        } else {
+            None
+        };
+        match problem {
+            Some(why) => {
+                missing += 1;
+                warn(&format!("{}: no answers collected ({why})", student.name));
+            }
+            None => {
+                write_file(out.join(&name), &got.stdout)?;
+                println!(
+                    "{}: {} ({} bytes)",
+                    student.name,
+                    out.join(&name).display(),
+                    got.stdout.len()
+                );
+            }
+        }
+    }
+    Ok(missing)
+}
+
+/// Runs `sh -c script` as `account` (its groups, its home as `HOME` and working folder),
+/// with `input` on its standard input.
+fn as_user(account: &Account, script: &str, input: Option<&[u8]>) -> Result<Output> {
+    // runuser lives in sbin, which a PATH without it (sudo's, cron's) leaves out.
+    let runuser = ["/usr/sbin/runuser", "/sbin/runuser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap_or("runuser");
+    let mut child = Command::new(runuser)
+        .args(["-u", &account.name, "--", "sh", "-c", script])
+        .env("HOME", &account.home)
+        .current_dir("/")
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| problem!("cannot run runuser (util-linux): {}", io_text(&e)))?;
+    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+        // A step that stops reading early fails on its own; its status says so.
+        let _ = stdin.write_all(bytes);
+    }
+    child
+        .wait_with_output()
+        .map_err(|e| problem!("waiting for runuser: {}", io_text(&e)))
+}
+
+/// `text` as one word for `sh`: in single quotes, each `'` closed, escaped and reopened.
+///
+/// ```
+/// assert_eq!(attention_lab_hub::grading::shell("it's"), r#"'it'\''s'"#);
+/// ```
+pub fn shell(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r#"'\''"#))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_assignment_is_a_notebook_for_the_rust_kernel_with_a_solution_and_tests() {
+        let nb: serde_json::Value = serde_json::from_str(PS1).unwrap();
+        assert_eq!(nb["metadata"]["kernelspec"]["name"], "attention-lab-rust");
+        assert_eq!(nb["metadata"]["kernelspec"]["language"], "rust");
+        let cells = nb["cells"].as_array().unwrap();
+        let marked = |key: &str| {
+            cells
+                .iter()
+                .filter(|c| c["metadata"]["nbgrader"][key] == true)
+                .count()
+        };
+        assert_eq!((marked("solution"), marked("grade")), (1, 2));
+        let solution = cells
+            .iter()
+            .find(|c| c["metadata"]["nbgrader"]["solution"] == true)
+            .unwrap();
+        let source = solution["source"].as_str().unwrap();
+        assert!(source.contains("// BEGIN SOLUTION") && source.contains("// END SOLUTION"));
+        let points: f64 = cells
+            .iter()
+            .filter_map(|c| c["metadata"]["nbgrader"]["points"].as_f64())
+            .sum();
+        assert_eq!(points, 3.0);
+    }
+}
