@@ -38,9 +38,15 @@ def check(ok, what):
 
 
 def as_user(user, script, venv, check_status=True):
-    """`sh -c script` as `user`, in their home, with the hub's venv first on the PATH."""
+    """`sh -c script` as `user`, in their home, with the hub's venv first on the PATH.
+
+    The environment is a new login's, as in the user's terminal on the hub, not this
+    script's: CI exports root's ATTENTION_LAB_CACHE and CARGO_TARGET_DIR, and a kernel that
+    inherits them cannot start (nbgrader: "Kernel died before replying to kernel_info").
+    """
     home = os.path.expanduser(f"~{user}")
-    env = dict(os.environ, HOME=home, PATH=f"{venv}/bin:/usr/local/bin:/usr/bin:/bin")
+    env = {"HOME": home, "USER": user, "LOGNAME": user, "LANG": os.environ.get("LANG", "C.UTF-8"),
+           "PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin"}
     out = subprocess.run([RUNUSER, "-u", user, "--", "sh", "-c", f"cd ~ && {script}"],
                          capture_output=True, text=True, env=env)
     if check_status and out.returncode != 0:
