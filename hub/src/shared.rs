@@ -8,8 +8,9 @@
 //! - `src/`: the library's sources; `vendor/`: every crate they need (`cargo vendor`).
 //! - `bin/attention-lab`: this binary, which serves the kernel.
 //! - `notebooks/`: the lessons, their `:dep` paths pointing at `src/`.
-//! - `warm/`: one replay of every lesson as a student's kernel builds it; each new student's
-//!   build folder and compiled-crate cache start as hard links to it.
+//! - `warm/`: one replay of every lesson's `:dep` cells (`warm-lessons/`) as a student's
+//!   kernel builds them; each new student's build folder and compiled-crate cache start as
+//!   hard links to it.
 //! - `state/`: the hub's database, cookie secret, passwords and config (root only).
 
 use attention_lab_io::cache::{MODEL_PACKAGE, MODEL_VAR};
@@ -517,9 +518,11 @@ fn binary(shared: &Shared) -> Result<()> {
         .map_err(|e| Error::io(dest.display(), "set the mode of", e))
 }
 
-/// Replays every lesson once as a student's kernel builds it (the shared toolchain, sources
-/// and vendored crates), so that `warm/` holds the compiled crates and a build folder;
-/// redone when the binary or the lessons change.
+/// Replays the `:dep` cells of every lesson once as a student's kernel builds them (the
+/// shared toolchain, sources and vendored crates), so that `warm/` holds the compiled crates
+/// and a build folder; redone when the binary or the lessons change. Only the cells up to a
+/// lesson's last `:dep` run: the cells after it compile a crate of their own in any case,
+/// and replaying them doubled the set-up (6.7 minutes for all 127 cells on 2 cores).
 fn warm(shared: &Shared) -> Result<()> {
     let warm = shared.warm();
     let key = format!(
@@ -540,11 +543,28 @@ fn warm(shared: &Shared) -> Result<()> {
         fs::remove_dir_all(&warm).map_err(|e| Error::io(warm.display(), "remove", e))?;
     }
     fs::create_dir_all(&warm).map_err(|e| Error::io(warm.display(), "create", e))?;
+    let lessons = shared.root().join("warm-lessons");
+    if lessons.exists() {
+        fs::remove_dir_all(&lessons).map_err(|e| Error::io(lessons.display(), "remove", e))?;
+    }
+    fs::create_dir_all(&lessons).map_err(|e| Error::io(lessons.display(), "create", e))?;
+    let entries = fs::read_dir(shared.notebooks())
+        .map_err(|e| Error::io(shared.notebooks().display(), "read", e))?;
+    for entry in entries.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "ipynb") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).map_err(|e| Error::io(path.display(), "read", e))?;
+        if let Some(deps) = dep_cells(&text) {
+            write_file(lessons.join(entry.file_name()), deps.as_bytes())?;
+        }
+    }
     warn("attention-lab hub: compiling the lessons' crates once for every student (a few minutes)");
     let mut command = Command::new(shared.bin());
     command
         .args(["replay", "--engine", "evcxr", "--timeout", "900"])
-        .arg(shared.notebooks())
+        .arg(&lessons)
         .env("XDG_CACHE_HOME", &warm)
         .env_remove(attention_lab_io::cache::CACHE_VAR)
         .stdout(std::process::Stdio::null());
@@ -557,14 +577,31 @@ fn warm(shared: &Shared) -> Result<()> {
         .spawn()
         .and_then(lab::run_step)
         .map_err(|e| problem!("cannot run {}: {}", shared.bin().display(), io_text(&e)))?;
-    // 1: some stored output differs (007's timings do): the crates are compiled all the same.
+    // 1: some stored output differs: the crates are compiled all the same.
     if status.code() == Some(2) || status.code().is_none() {
         return Err(problem!(
             "the warm replay of {} failed ({status})",
-            shared.notebooks().display()
+            lessons.display()
         ));
     }
     write_file(&marker, key.as_bytes())
+}
+
+/// A notebook cut after its last code cell with a `:dep` line (`None` without one, or when
+/// it is not a notebook).
+fn dep_cells(text: &str) -> Option<String> {
+    let mut nb: serde_json::Value = serde_json::from_str(text).ok()?;
+    let cells = nb.get_mut("cells")?.as_array_mut()?;
+    let has_dep = |cell: &serde_json::Value| {
+        let source = match &cell["source"] {
+            serde_json::Value::Array(lines) => lines.iter().filter_map(|l| l.as_str()).collect(),
+            other => other.as_str().unwrap_or_default().to_owned(),
+        };
+        cell["cell_type"] == "code" && source.lines().any(|l| l.trim_start().starts_with(":dep"))
+    };
+    let last = cells.iter().rposition(has_dep)?;
+    cells.truncate(last + 1);
+    serde_json::to_string_pretty(&nb).ok()
 }
 
 /// Makes everything below `dir` readable (and folders enterable) by all, as `chmod -R a+rX`;
@@ -607,6 +644,23 @@ fn readable(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_warm_replay_keeps_the_cells_up_to_the_last_dep() {
+        let nb = r#"{"cells": [
+            {"cell_type": "markdown", "source": [":dep in prose"]},
+            {"cell_type": "code", "source": ["let a = 1;\n", "  :dep x = \"1\""]},
+            {"cell_type": "code", "source": ":dep y = \"2\"\nuse y::*;"},
+            {"cell_type": "code", "source": ["let b = 2;"]}
+        ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}"#;
+        let cut: serde_json::Value = serde_json::from_str(&dep_cells(nb).unwrap()).unwrap();
+        assert_eq!(cut["cells"].as_array().unwrap().len(), 3);
+        assert_eq!(cut["cells"][2]["source"], ":dep y = \"2\"\nuse y::*;");
+        assert_eq!(cut["nbformat"], 4);
+        let no_dep = r#"{"cells": [{"cell_type": "markdown", "source": ":dep"}]}"#;
+        assert_eq!(dep_cells(no_dep), None);
+        assert_eq!(dep_cells("not json"), None);
+    }
 
     #[test]
     fn deps_point_at_the_shared_sources() {
