@@ -96,8 +96,11 @@ async function runNotebook(page, base, token, name, failures) {
     const news = await page.getByText('official Jupyter news').count();
     if (news) failures.push(`${name}: the "official Jupyter news" pop-up is shown`);
     // The stored outputs are untrusted: JupyterLab runs no script in them, yet the views'
-    // pictures (SVG drawn in Rust) are there, lines included.
-    const stored = await page.evaluate((panel) => {
+    // pictures (SVG drawn in Rust) are there, lines included. JupyterLab attaches the cells
+    // below the first screen after its first paint, and decodes pictures when it can (on a
+    // fresh machine, still busy, neither had happened when the kernel was idle): wait up to a
+    // minute for them to be drawn before counting.
+    const count = (panel) => {
       const drawn = (sel) => [...document.querySelectorAll(`${panel} ${sel}`)].filter((i) => i.complete && i.naturalWidth > 0).length;
       return {
         views: document.querySelectorAll(`${panel} .alab-view`).length,
@@ -105,7 +108,10 @@ async function runNotebook(page, base, token, name, failures) {
         figures: drawn('img.alab-figure'),
         live: document.querySelectorAll(`${panel} .alab-view svg, ${panel} .alab-view .alab-bar`).length,
       };
-    }, PANEL);
+    };
+    const drawnAll = `(() => { const c = (${count})(${JSON.stringify(PANEL)}); return c.views > 0 && c.pictures === c.views && c.figures > 0; })()`;
+    await page.waitForFunction(drawnAll, null, { timeout: 60000 }).catch(() => {});
+    const stored = await page.evaluate(count, PANEL);
     if (!stored.views || stored.pictures !== stored.views || !stored.figures || stored.live) {
       failures.push(`${name}: untrusted stored outputs ${JSON.stringify(stored)}: expected every view and heatmap drawn, no script run`);
     }
