@@ -16,6 +16,7 @@
 use attention_lab_io::cache::{MODEL_PACKAGE, MODEL_VAR};
 use attention_lab_io::error::{io_text, warn, write_file, Error, Result};
 use attention_lab_io::problem;
+use attention_lab_jupyter::replay::notebook::Notebook;
 use attention_lab_jupyter::{kernel, lab};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -590,18 +591,12 @@ fn warm(shared: &Shared) -> Result<()> {
 /// A notebook cut after its last code cell with a `:dep` line (`None` without one, or when
 /// it is not a notebook).
 fn dep_cells(text: &str) -> Option<String> {
-    let mut nb: serde_json::Value = serde_json::from_str(text).ok()?;
-    let cells = nb.get_mut("cells")?.as_array_mut()?;
-    let has_dep = |cell: &serde_json::Value| {
-        let source = match &cell["source"] {
-            serde_json::Value::Array(lines) => lines.iter().filter_map(|l| l.as_str()).collect(),
-            other => other.as_str().unwrap_or_default().to_owned(),
-        };
-        cell["cell_type"] == "code" && source.lines().any(|l| l.trim_start().starts_with(":dep"))
-    };
-    let last = cells.iter().rposition(has_dep)?;
-    cells.truncate(last + 1);
-    serde_json::to_string_pretty(&nb).ok()
+    let mut nb = Notebook::parse(text).ok()?;
+    let last = nb.cells.iter().rposition(|cell| {
+        cell.is_code() && (cell.source.text().lines()).any(|l| l.trim_start().starts_with(":dep"))
+    })?;
+    nb.cells.truncate(last + 1);
+    Some(nb.to_jupyter_json())
 }
 
 /// Makes everything below `dir` readable (and folders enterable) by all, as `chmod -R a+rX`;
@@ -657,7 +652,7 @@ mod tests {
         assert_eq!(cut["cells"].as_array().unwrap().len(), 3);
         assert_eq!(cut["cells"][2]["source"], ":dep y = \"2\"\nuse y::*;");
         assert_eq!(cut["nbformat"], 4);
-        let no_dep = r#"{"cells": [{"cell_type": "markdown", "source": ":dep"}]}"#;
+        let no_dep = r#"{"cells": [{"cell_type": "markdown", "source": ":dep"}], "nbformat": 4}"#;
         assert_eq!(dep_cells(no_dep), None);
         assert_eq!(dep_cells("not json"), None);
     }
