@@ -544,8 +544,16 @@ fn engines_agree(from: &Path, test: &str, skip: &[String]) -> usize {
     // notebook path in the cache, which a new path a run would grow.
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("replay-agree-{test}"));
     let _ = std::fs::remove_dir_all(&root);
-    let (evcxr_report, evcxr) = update_with("evcxr", from, &root, skip);
-    let (batch_report, batch) = update_with("batch", from, &root, skip);
+    // Side by side: evcxr compiles a cell on about one core, and the batch engine's build
+    // takes the other.
+    let ((evcxr_report, evcxr), (batch_report, batch)) = std::thread::scope(|scope| {
+        let evcxr = scope.spawn(|| update_with("evcxr", from, &root, skip));
+        let batch = update_with("batch", from, &root, skip);
+        let evcxr = evcxr
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (evcxr, batch)
+    });
     for (report, engine) in [(&evcxr_report, "evcxr"), (&batch_report, "batch")] {
         for notebook in report["notebooks"].as_array().unwrap() {
             assert_eq!(notebook["engine"], engine, "{notebook}");
