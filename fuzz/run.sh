@@ -11,11 +11,6 @@ build_only=false
 if [ "${1:-}" = --build-only ]; then build_only=true && shift; fi
 seconds="${1:-600}"
 shift $(( $# > 0 ? 1 : 0 ))
-targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then
-  mapfile -t targets < <(cargo +nightly fuzz list)
-fi
-jobs="${JOBS:-1}"
 mkdir -p logs
 sanitizer="${FUZZ_SANITIZER:-address}"
 cargo +nightly fuzz build -O -s "$sanitizer" >/dev/null 2>logs/build.log || {
@@ -23,6 +18,11 @@ cargo +nightly fuzz build -O -s "$sanitizer" >/dev/null 2>logs/build.log || {
   exit 2
 }
 if $build_only; then exit 0; fi
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  mapfile -t targets < <(cargo +nightly fuzz list)
+fi
+jobs="${JOBS:-1}"
 
 run_one() {
   local t="$1"
