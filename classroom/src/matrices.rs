@@ -426,6 +426,18 @@ fn grid_from_json<T>(
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// A number reads as the f64 its shortest text names, as NumPy's key would be read.
+        #[test]
+        fn json_numbers_read_exactly(
+            x in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL | proptest::num::f64::ZERO
+        ) {
+            let read = json_matrix(&format!("[[{x:e}, {x:?}]]")).unwrap();
+            proptest::prop_assert_eq!(read[[0, 0]].to_bits(), x.to_bits());
+            proptest::prop_assert_eq!(read[[0, 1]].to_bits(), x.to_bits());
+        }
+    }
+
     #[test]
     fn split_list_keeps_json_whole() {
         assert_eq!(

@@ -325,6 +325,20 @@ mod tests {
         assert_eq!(notebook.cells[0].source.text(), "let x = 1;\nx");
     }
 
+    proptest::proptest! {
+        /// A number in the metadata reads back as the same f64, so writing is stable. Without
+        /// serde_json's float_roundtrip, 5.2222222222222225e122 read back one bit off (fuzz).
+        #[test]
+        fn metadata_numbers_survive_rewriting(x in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL | proptest::num::f64::ZERO) {
+            let text = SAMPLE.replace("\"zzz_unknown\": 1", &format!("\"zzz_unknown\": {x:e}"));
+            let written = Notebook::parse(&text).unwrap().to_jupyter_json();
+            let again = Notebook::parse(&written).unwrap();
+            let read = again.metadata["zzz_unknown"].as_f64().unwrap();
+            proptest::prop_assert_eq!(read.to_bits(), x.to_bits(), "{} in {}", x, written);
+            proptest::prop_assert_eq!(again.to_jupyter_json(), written);
+        }
+    }
+
     #[test]
     fn malformed_notebooks_have_precise_errors() {
         let error = Notebook::parse("{\"cells\": [").unwrap_err();
