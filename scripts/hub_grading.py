@@ -37,18 +37,22 @@ def check(ok, what):
         FAILED.append(what)
 
 
-def as_user(user, script, venv, check_status=True):
-    """`sh -c script` as `user`, in their home, with the hub's venv first on the PATH.
-
-    The environment is a new login's, as in the user's terminal on the hub, not this
-    script's: CI exports root's ATTENTION_LAB_CACHE and CARGO_TARGET_DIR, and a kernel that
-    inherits them cannot start (nbgrader: "Kernel died before replying to kernel_info").
+def run_as(user, argv, venv=None, **kwargs):
+    """`argv` as `user`, with a new login's environment, as in the user's terminal on the hub
+    (with the hub's venv first on the PATH when given), not this script's: CI exports root's
+    ATTENTION_LAB_CACHE and CARGO_TARGET_DIR, and a kernel that inherits them cannot start
+    (nbgrader: "Kernel died before replying to kernel_info").
     """
     home = os.path.expanduser(f"~{user}")
+    path = "/usr/local/bin:/usr/bin:/bin"
     env = {"HOME": home, "USER": user, "LOGNAME": user, "LANG": os.environ.get("LANG", "C.UTF-8"),
-           "PATH": f"{venv}/bin:/usr/local/bin:/usr/bin:/bin"}
-    out = subprocess.run([RUNUSER, "-u", user, "--", "sh", "-c", f"cd ~ && {script}"],
-                         capture_output=True, text=True, env=env)
+           "PATH": f"{venv}/bin:{path}" if venv else path}
+    return subprocess.run([RUNUSER, "-u", user, "--", *argv], env=env, **kwargs)
+
+
+def as_user(user, script, venv, check_status=True):
+    """`sh -c script` as `user` (run_as), in their home; exits when it fails, unless told not to."""
+    out = run_as(user, ["sh", "-c", f"cd ~ && {script}"], venv, capture_output=True, text=True)
     if check_status and out.returncode != 0:
         print(out.stdout[-3000:], out.stderr[-3000:], sep="\n", file=sys.stderr)
         raise SystemExit(f"as {user}: {script} failed ({out.returncode})")
@@ -116,7 +120,7 @@ def sheets(args, a, b):
             st = os.stat(sheet) if os.path.exists(sheet) else None
             check(st is not None and st.st_mode & 0o777 == 0o600 and st.st_uid == pwd_uid(user),
                   f"{user}'s sheet is theirs alone ({sheet})")
-        got = subprocess.run([RUNUSER, "-u", b, "--", "cat", os.path.expanduser(f"~{a}/attention-lab/sheet/{a}.md")], capture_output=True)
+        got = run_as(b, ["cat", os.path.expanduser(f"~{a}/attention-lab/sheet/{a}.md")], capture_output=True)
         check(got.returncode != 0, f"{b} cannot read {a}'s sheet")
         # a saves the key's numbers as answers; b a wrong number, then swaps in a link to a's.
         def answers(user):
@@ -140,7 +144,7 @@ def sheets(args, a, b):
               f"{b} loses the point of Z_1 ({book.get(b)})")
         # b's answers become a link to a's: collected as b, it is refused.
         link = os.path.expanduser(f"~{b}/attention-lab/sheet/{b}.json")
-        subprocess.run([RUNUSER, "-u", b, "--", "ln", "-sf", os.path.expanduser(f"~{a}/attention-lab/sheet/{a}.json"), link], check=True)
+        run_as(b, ["ln", "-sf", os.path.expanduser(f"~{a}/attention-lab/sheet/{a}.json"), link], check=True)
         again = os.path.join(work, "again")
         out = subprocess.run([args.bin, "hub", "--roster", args.roster, "--teacher", args.teacher, "--dir", args.dir,
                               "--collect", again], capture_output=True, text=True)
@@ -156,8 +160,7 @@ def pwd_uid(user):
 
 
 def write_as(user, path, text):
-    subprocess.run([RUNUSER, "-u", user, "--", "sh", "-c", f"cat > {os.path.expanduser(path)}"],
-                   input=text, text=True, check=True)
+    run_as(user, ["sh", "-c", 'cat > "$1"', "sh", os.path.expanduser(path)], input=text, text=True, check=True)
 
 
 def main():
