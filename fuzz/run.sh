@@ -6,6 +6,8 @@
 # FUZZ_SANITIZER (default address) is cargo fuzz's -s: `none` builds and runs faster, and still
 # finds every panic, which is what the safe Rust readers can do wrong.
 set -uo pipefail
+# A closed stdout (`| head -1`) drops the report lines; the status still says whether a target crashed.
+trap '' PIPE
 cd "$(dirname "$0")"
 build_only=false
 if [ "${1:-}" = --build-only ]; then build_only=true && shift; fi
@@ -33,10 +35,10 @@ run_one() {
   local execs
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "logs/$t.log" | grep -o '[0-9]*$' | tail -1)
   if [ "$status" -eq 0 ]; then
-    printf '%-12s %6ss  %12s executions  0 crashes\n' "$t" "$seconds" "${execs:-?}"
+    printf '%-12s %6ss  %12s executions  0 crashes\n' "$t" "$seconds" "${execs:-?}" 2>/dev/null
   else
     printf '%-12s %6ss  %12s executions  CRASH (fuzz/logs/%s.log, fuzz/artifacts/%s/)\n' \
-      "$t" "$seconds" "${execs:-?}" "$t" "$t"
+      "$t" "$seconds" "${execs:-?}" "$t" "$t" 2>/dev/null
   fi
   return "$status"
 }
