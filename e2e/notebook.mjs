@@ -45,17 +45,20 @@ export async function runAll(page, panel, timeout, problem) {
   await menu(page, 'Edit', 'Clear Outputs of All Cells');
   const leftover = await page.locator(`${panel} .jp-OutputArea-output`).count();
   if (leftover) problem(`${leftover} outputs left after clearing`);
-  const prompts = (panel) => [...document.querySelectorAll(`${panel} .jp-CodeCell .jp-InputArea-prompt`)]
-    .map((p) => p.textContent);
-  const numbered = (await page.evaluate(prompts, panel)).filter((p) => /\d/.test(p)).length;
+  const prompts = () => page.evaluate((panel) => [...document.querySelectorAll(`${panel} .jp-CodeCell .jp-InputArea-prompt`)]
+    .map((p) => p.textContent), panel);
+  const isNumbered = (prompt) => /\[\d+\]/.test(prompt);
+  const numbered = (await prompts()).filter(isNumbered).length;
   // Numbers left from the stored notebook would look like a finished run.
   if (numbered) problem(`${numbered} prompts still numbered after clearing`);
   await menu(page, 'Run', 'Run All Cells');
   // Idle: every code cell has a number in its prompt (none is queued or running).
-  await page.waitForFunction((panel) => {
-    const prompts = [...document.querySelectorAll(`${panel} .jp-CodeCell .jp-InputArea-prompt`)];
-    return prompts.length > 0 && prompts.every((p) => /\[\d+\]/.test(p.textContent));
-  }, panel, { timeout, polling: 1000 });
+  for (const deadline = Date.now() + timeout; ;) {
+    const now = await prompts();
+    if (now.length > 0 && now.every(isNumbered)) break;
+    if (Date.now() > deadline) throw new Error(`Run All: ${now.filter((p) => !isNumbered(p)).length} of ${now.length} cells unfinished after ${timeout / 1000} s`);
+    await page.waitForTimeout(1000);
+  }
   await page.waitForTimeout(1000); // the last lines may follow the idle status
   return page.$$eval(`${panel} .jp-Notebook .jp-Cell`, (els) => els.map((el) => ({
     out: [...el.querySelectorAll('.jp-OutputArea-output')].map((o) => o.textContent).join('\n'),
