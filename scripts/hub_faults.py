@@ -29,6 +29,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hub_grading import run_as  # noqa: E402
 from hub_load import Student, kernel_ready  # noqa: E402
 
 from tornado.httpclient import HTTPRequest  # noqa: E402
@@ -191,9 +192,9 @@ async def main():
         status, out, err, _ = await kb.run(code)
         check(status == "ok" and "REFUSED" in out and "READ" not in out,
               f"{b_name}'s kernel cannot read {path} ({out.strip() or err.strip()[:120]})")
-        shell = subprocess.run(["su", b_name, "-c", f"cat {path}"], capture_output=True)
+        shell = run_as(b_name, ["cat", path], capture_output=True)
         check(shell.returncode != 0, f"{b_name}'s shell cannot read {path}")
-    listing = subprocess.run(["su", b_name, "-c", f"ls /home/{a_name}"], capture_output=True)
+    listing = run_as(b_name, ["ls", f"/home/{a_name}"], capture_output=True)
     check(listing.returncode != 0, f"{b_name} cannot list /home/{a_name}")
 
     # 2. a's kernel killed mid-cell while b's kernel is mid-cell too.
