@@ -4,6 +4,9 @@
 //! each exercise many behaviours, and every test copies its fixture folder to
 //! a fresh temporary folder (tests may rewrite notebooks).
 
+mod common;
+
+use common::copy_dir;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -21,21 +24,6 @@ fn fixture_copy(test: &str, name: &str) -> PathBuf {
     let target = root.join(name);
     copy_dir(&fixtures().join(name), &target);
     target
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            if entry.file_name() != "target" {
-                copy_dir(&entry.path(), &dest);
-            }
-        } else {
-            std::fs::copy(entry.path(), dest).unwrap();
-        }
-    }
 }
 
 fn replay(cwd: &Path, args: &[&str]) -> Output {

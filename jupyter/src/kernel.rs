@@ -243,6 +243,9 @@ fn serve(control_file: &Path) -> Result<()> {
     if let Some(stub) = std_sources_for_analysis(&cache)? {
         command.env(RUST_SRC_PATH, stub);
     }
+    for (name, value) in cells_env(&cache) {
+        command.env(name, value);
+    }
     let error = command
         .arg("--control_file")
         .arg(control_file)
@@ -276,6 +279,21 @@ pub(crate) fn library_path_with_libstd() -> Option<std::ffi::OsString> {
         paths.extend(std::env::split_paths(&old));
     }
     std::env::join_paths(paths).ok()
+}
+
+/// The compiled-cell cache's settings for a kernel (or a replay) in this process: the user's
+/// own store `CACHE/cells` unless [`attention_lab_cells::OWN_VAR`] names another (or `off`),
+/// and this process's stderr for its one line of warning. A hub's shared store comes from the
+/// kernelspec's environment ([`attention_lab_cells::SHARED_VAR`]).
+pub(crate) fn cells_env(cache: &Path) -> Vec<(&'static str, std::ffi::OsString)> {
+    let mut env = vec![(
+        attention_lab_cells::LOG_VAR,
+        format!("/proc/{}/fd/2", std::process::id()).into(),
+    )];
+    if std::env::var_os(attention_lab_cells::OWN_VAR).is_none() {
+        env.push((attention_lab_cells::OWN_VAR, cache.join("cells").into()));
+    }
+    env
 }
 
 /// The variable through which rust-analyzer finds the standard library's sources.
@@ -337,6 +355,7 @@ pub(crate) fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(Pat
         if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
             let dir = root.join(name);
             renew_build_dir(&dir)?;
+            attention_lab_cells::Trace::start(&dir);
             return Ok((dir, lock));
         }
     }

@@ -34,8 +34,9 @@ pub mod replay {
 }
 
 /// evcxr's hook: in the child process that evcxr starts from this same binary to run cells
-/// (and as its rustc wrapper), it runs that role and never returns; elsewhere it returns at
-/// once. Call it first in `main`.
+/// (and as its rustc wrapper, where a cell's library may come from the compiled-cell cache,
+/// `attention_lab_cells`), it runs that role and never returns; elsewhere it returns at once.
+/// Call it first in `main`.
 ///
 /// ```no_run
 /// attention_lab_jupyter::runtime_hook(); // first, in `main`
@@ -44,5 +45,6 @@ pub mod replay {
 #[cfg(feature = "evcxr")]
 pub fn runtime_hook() {
     wrapper::remap_build_folder();
+    wrapper::serve_cells();
     evcxr::runtime_hook();
 }

@@ -239,6 +239,45 @@ pub trait Session {
     fn lost(&self) -> Option<&str>;
     /// Ends the session.
     fn shutdown(self: Box<Self>);
+    /// The cells' libraries so far: how many were loaded from the compiled-cell cache and how
+    /// many rustc compiled (`None`: the engine does not compile cell by cell).
+    fn libraries(&self) -> Option<Libraries> {
+        None
+    }
+}
+
+/// How many of a cell's (or a session's) compiled libraries came from the compiled-cell cache
+/// and how many rustc made; evcxr may compile a cell more than once (fixing types, retrying).
+///
+/// ```
+/// use attention_lab_jupyter::replay::engine::Libraries;
+/// let before = Libraries { loaded: 2, compiled: 1 };
+/// let after = Libraries { loaded: 3, compiled: 1 };
+/// assert_eq!(after - before, Libraries { loaded: 1, compiled: 0 });
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Libraries {
+    /// Loaded from the cache.
+    pub loaded: usize,
+    /// Compiled by rustc.
+    pub compiled: usize,
+}
+
+impl std::ops::Sub for Libraries {
+    type Output = Libraries;
+    fn sub(self, earlier: Libraries) -> Libraries {
+        Libraries {
+            loaded: self.loaded.saturating_sub(earlier.loaded),
+            compiled: self.compiled.saturating_sub(earlier.compiled),
+        }
+    }
+}
+
+impl std::ops::AddAssign for Libraries {
+    fn add_assign(&mut self, more: Libraries) {
+        self.loaded += more.loaded;
+        self.compiled += more.compiled;
+    }
 }
 
 /// Kernel settings that apply to every notebook.

@@ -394,6 +394,7 @@ fn skipped(position: usize, cell: &Cell, reason: String) -> CellReport {
         reason: Some(reason),
         diff: None,
         updated: false,
+        libraries: None,
     }
 }
 
@@ -485,9 +486,14 @@ fn replay_cells(
                 .push(skipped(position, cell, reason.to_owned()));
             continue;
         }
+        let before = session.libraries();
         let run = session.run(position, &cell.source.text());
         let outputs: Vec<Value> = run.outputs.iter().map(|o| o.to_nbformat(count)).collect();
         let mut report = judge(position, cell, &run, &outputs, update, compare);
+        report.libraries = session
+            .libraries()
+            .zip(before)
+            .map(|(after, before)| after - before);
         replayed.aborted |= run.raised.as_ref().is_some_and(|raised| raised.aborts());
         if update && !replayed.aborted {
             // nbval-ignore-output cells are rewritten too, so use the raw outputs.
@@ -546,6 +552,7 @@ fn judge(
         reason,
         diff: differs.then_some(diff),
         updated: false,
+        libraries: None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The replay report: printed per cell and as a summary table, and written
 //! as JSON with `--json`.
 
-use super::engine::EngineKind;
+use super::engine::{EngineKind, Libraries};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -34,6 +34,9 @@ pub struct CellReport {
     pub diff: Option<String>,
     /// Whether the cell's outputs were rewritten (`--update`).
     pub updated: bool,
+    /// The cell's libraries: loaded from the compiled-cell cache, or compiled (evcxr only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub libraries: Option<Libraries>,
 }
 
 /// One notebook's result.
@@ -86,6 +89,8 @@ pub struct Totals {
     pub errors: usize,
     /// Seconds in total.
     pub seconds: f64,
+    /// The cells' libraries: loaded from the compiled-cell cache, or compiled (evcxr only).
+    pub libraries: Libraries,
 }
 
 /// The whole run.
@@ -265,6 +270,9 @@ impl Report {
             totals.skipped += n.skipped;
             totals.errors += usize::from(n.error.is_some() || n.write_error.is_some());
             totals.seconds += n.seconds;
+            for cell in &n.cell_results {
+                totals.libraries += cell.libraries.unwrap_or_default();
+            }
         }
         Report {
             ok: totals.failed == 0 && totals.errors == 0,
@@ -334,6 +342,14 @@ impl Report {
         );
         if t.errors > 0 {
             let _ = writeln!(out, "{} notebook error(s)", t.errors);
+        }
+        let l = t.libraries;
+        if l.loaded + l.compiled > 0 {
+            let _ = writeln!(
+                out,
+                "cells' libraries: {} loaded from the compiled-cell cache, {} compiled",
+                l.loaded, l.compiled
+            );
         }
         // Closing line in the plain "N passed, N failed, N skipped" form.
         let verdict = if self.ok { "OK" } else { "FAILED" };

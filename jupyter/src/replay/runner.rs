@@ -56,6 +56,8 @@ pub struct Kernel {
     lost: Option<String>,
     /// Holds the lock on the kept build folder for as long as the context runs.
     _build_lock: Option<std::fs::File>,
+    /// That folder, whose `cells.log` tells how each library came to be.
+    build: Option<PathBuf>,
 }
 
 /// Sets the process's current folder for the lifetime of the guard and
@@ -90,7 +92,7 @@ impl Kernel {
         let (request_tx, request_rx) = mpsc::channel::<Request>();
         let (reply_tx, reply_rx) = mpsc::channel::<Reply>();
         let cache_mib = options.cache_mib;
-        let build_lock = keep_build_folder()?;
+        let (build_lock, build) = keep_build_folder()?.unzip();
         let thread = std::thread::Builder::new()
             .name("evcxr-kernel".into())
             .spawn(move || worker(cache_mib, ready_tx, request_rx, reply_tx))
@@ -108,6 +110,7 @@ impl Kernel {
                     timeout: options.timeout,
                     lost: None,
                     _build_lock: build_lock,
+                    build,
                 },
                 started.elapsed().as_secs_f64(),
             )),
@@ -217,6 +220,14 @@ impl Session for Kernel {
     fn shutdown(self: Box<Self>) {
         Kernel::shutdown(*self);
     }
+
+    fn libraries(&self) -> Option<super::engine::Libraries> {
+        let trace = attention_lab_cells::Trace::read(self.build.as_ref()?);
+        Some(super::engine::Libraries {
+            loaded: trace.loaded,
+            compiled: trace.compiled,
+        })
+    }
 }
 
 fn lost_run(reason: String, seconds: f64) -> CellRun {
@@ -230,9 +241,10 @@ fn lost_run(reason: String, seconds: f64) -> CellRun {
 /// Points evcxr at a kept build folder of the cache (`replay-evcxr/`), locked while this
 /// context runs, as `attention-lab kernel` does for each kernel: the path dependencies
 /// (attention-lab, the plot crate) are then compiled once, not in every new context, which
-/// evcxr's `:cache` skips (BENCHMARKS.md, "Levers": a third less CPU a notebook).
-/// `None` where the kernel's folders are not supported (not Unix).
-fn keep_build_folder() -> Result<Option<std::fs::File>> {
+/// evcxr's `:cache` skips (BENCHMARKS.md, "Levers": a third less CPU a notebook). The
+/// compiled-cell cache is turned on as in a kernel. Returns the lock and the folder; `None`
+/// where the kernel's folders are not supported (not Unix).
+fn keep_build_folder() -> Result<Option<(std::fs::File, PathBuf)>> {
     #[cfg(unix)]
     {
         let cache = crate::kernel::cache_dir()?;
@@ -244,6 +256,9 @@ fn keep_build_folder() -> Result<Option<std::fs::File>> {
         if let Some(stub) = crate::kernel::std_sources_for_analysis(&cache)? {
             std::env::set_var(crate::kernel::RUST_SRC_PATH, stub);
         }
+        for (name, value) in crate::kernel::cells_env(&cache) {
+            std::env::set_var(name, value);
+        }
         // Once: the cells' libstd folder goes first on the loader's path (see the kernel).
         static LIBSTD: OnceLock<()> = OnceLock::new();
         LIBSTD.get_or_init(|| {
@@ -251,7 +266,7 @@ fn keep_build_folder() -> Result<Option<std::fs::File>> {
                 std::env::set_var("LD_LIBRARY_PATH", path);
             }
         });
-        Ok(Some(lock))
+        Ok(Some((lock, folder)))
     }
     #[cfg(not(unix))]
     Ok(None)
