@@ -1,7 +1,9 @@
 """Faults on a running `attention-lab hub`, each a check that fails loudly (exit 1):
 
 1. isolation: a student's kernel cannot read another student's notebook or the hub's state
-   (database, passwords, config), and neither can the student's own shell;
+   (database, passwords, config), and neither can the student's own shell; neither can write
+   a file that another student's kernel would load as a compiled cell (the shared store of the
+   lessons' cells, root's, or another student's own store);
 2. a student's kernel killed in the middle of a cell: that student hears the kernel died,
    restarts it and runs a cell; another student's kernel, mid-cell at the same moment,
    finishes as if nothing happened;
@@ -196,6 +198,24 @@ async def main():
         check(shell.returncode != 0, f"{b_name}'s shell cannot read {path}")
     listing = run_as(b_name, ["ls", f"/home/{a_name}"], capture_output=True)
     check(listing.returncode != 0, f"{b_name} cannot list /home/{a_name}")
+
+    # A poisoned compiled cell: b plants or changes a library that a's kernel would load.
+    shared = os.path.join(args.dir, "cells", "entries")
+    entries = sorted(os.listdir(shared)) if os.path.isdir(shared) else []
+    check(len(entries) > 0, f"the lessons' compiled cells are in {shared} ({len(entries)} entries)")
+    targets = [os.path.join(shared, "planted"), f"/home/{a_name}/.cache/attention-lab/cells/entries/planted"]
+    if entries:
+        targets += [os.path.join(shared, entries[0], "0"), os.path.join(shared, entries[0], "manifest.json")]
+    for path in targets:
+        code = f'match std::fs::write(r"{path}", b"planted") {{ Ok(()) => println!("WROTE"), Err(e) => println!("REFUSED {{}}", e) }}'
+        status, out, err, _ = await kb.run(code)
+        check(status == "ok" and "REFUSED" in out, f"{b_name}'s kernel cannot write {path} ({out.strip() or err.strip()[:120]})")
+        shell = run_as(b_name, ["sh", "-c", 'mkdir -p "$1" 2>/dev/null; echo planted > "$1/x" || echo planted > "$1"', "sh", path],
+                       capture_output=True)
+        check(shell.returncode != 0, f"{b_name}'s shell cannot write {path}")
+    if entries:
+        moved = run_as(b_name, ["mv", os.path.join(shared, entries[0]), os.path.join(shared, "moved")], capture_output=True)
+        check(moved.returncode != 0, f"{b_name} cannot move an entry of the shared store")
 
     # 2. a's kernel killed mid-cell while b's kernel is mid-cell too.
     await ka.run('let warm: u8 = 1;')

@@ -3,6 +3,13 @@ servers, open a "Rust (attention-lab)" kernel over Jupyter's websocket protocol 
 lesson's code cells at a classroom pace. Prints (and with --json writes) cell latency p50, p95
 and max, failed cells, server start times and each student's memory.
 
+Each student's memory is sampled every second: the resident memory of all their processes
+(RSS, as before), their proportional share (PSS: a page shared by several processes counted
+once in all), and the RSS of each kind of process (server, kernel, the kernel's child that runs
+cells, cargo, rustc). After the run, each student's kernel trace (`cells.log` in its build
+folder) says how many cell libraries were loaded from the compiled-cell cache and how many
+rustc compiled; --expect-loaded fails the run if any cell that compiled was not loaded.
+
 Run it with the hub's own Python (tornado comes with JupyterHub), as root (it reads each
 student's memory from /proc), against a running hub whose roster holds the users:
 
@@ -189,10 +196,64 @@ class Student:
         return results
 
 
-def memory_mib(user):
-    """Resident memory of every process of `user`, in MiB (`ps`)."""
-    out = subprocess.run(["ps", "-u", user, "-o", "rss="], capture_output=True, text=True).stdout
-    return sum(int(x) for x in out.split()) / 1024
+def kind_of(cmdline):
+    """What a student's process is, from its command line."""
+    words = cmdline.split(" ")
+    names = [os.path.basename(w) for w in words[:2]]
+    if "jupyterhub-singleuser" in cmdline or "jupyter-lab" in cmdline:
+        return "server"
+    if "control_file" in cmdline:
+        return "kernel"
+    if names[0] == "cargo":
+        return "cargo"
+    if "rustc" in names:  # rustc, or the kernel's binary as cargo's rustc wrapper
+        return "rustc"
+    if names[0] == "attention-lab":
+        return "runtime"  # evcxr's child, which loads and runs each cell's library
+    return "other"
+
+
+def memory(user):
+    """{total RSS, total PSS, RSS by kind} of every process of `user`, in MiB."""
+    out = subprocess.run(["pgrep", "-u", user], capture_output=True, text=True).stdout
+    sample = {"rss": 0.0, "pss": 0.0}
+    for pid in out.split():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            fields = {}
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                for line in f:
+                    name, _, rest = line.partition(":")
+                    if name in ("Rss", "Pss"):
+                        fields[name] = int(rest.split()[0]) / 1024
+        except OSError:
+            continue  # ended meanwhile
+        sample["rss"] += fields.get("Rss", 0.0)
+        sample["pss"] += fields.get("Pss", 0.0)
+        kind = kind_of(cmdline)
+        sample[kind] = sample.get(kind, 0.0) + fields.get("Rss", 0.0)
+    return sample
+
+
+def libraries(user):
+    """How each library of the student's kernels came to be: loaded from the compiled-cell
+    cache, compiled and stored, or compiled and not stored (a failed compile); from the
+    traces in the student's build folders."""
+    counts = {"loaded": 0, "stored": 0, "not_stored": 0}
+    root = f"/home/{user}/.cache/attention-lab/evcxr-build"
+    for slot in (os.listdir(root) if os.path.isdir(root) else []):
+        trace = os.path.join(root, slot, "cells.log")
+        if not os.path.isfile(trace):
+            continue
+        with open(trace) as f:
+            for line in f:
+                words = line.split()
+                if words[:1] == ["loaded"]:
+                    counts["loaded"] += 1
+                elif words[:1] == ["compiled"]:
+                    counts["stored" if words[-1] == "stored" else "not_stored"] += 1
+    return counts
 
 
 async def one(url, name, password, cells, pace, delay, sample):
@@ -201,11 +262,14 @@ async def one(url, name, password, cells, pace, delay, sample):
     await student.sign_in()
     start = await student.start_server()
     task = asyncio.ensure_future(student.run_cells(cells, pace))
-    peak = 0.0
+    peak = {}
     while not task.done():
-        peak = max(peak, memory_mib(name))
+        for key, value in memory(name).items():
+            peak[key] = max(peak.get(key, 0.0), value)
         await asyncio.sleep(sample)
-    return {"user": name, "server_start": start, "cells": task.result(), "memory_mib": peak}
+    return {"user": name, "server_start": start, "cells": task.result(),
+            "memory_mib": peak.get("rss", 0.0), "memory_peaks_mib": peak,
+            "libraries": libraries(name)}
 
 
 def percentile(values, q):
@@ -222,6 +286,8 @@ async def main():
     parser.add_argument("--pace", default="5,10", help="seconds between cells, min,max")
     parser.add_argument("--spread", type=float, default=60, help="students start within this many seconds")
     parser.add_argument("--json")
+    parser.add_argument("--expect-loaded", action="store_true",
+                        help="fail unless every cell library that compiled came from the cache")
     args = parser.parse_args()
     users = [u for u in args.users.split(",") if u]
     cells = lesson_cells(args.lesson)
@@ -245,6 +311,13 @@ async def main():
         "server_start_p50": statistics.median(r["server_start"] for r in done) if done else None,
         "server_start_max": max((r["server_start"] for r in done), default=None),
         "memory_mib_per_student_max": max((r["memory_mib"] for r in done), default=None),
+        "pss_mib_per_student_max": max((r["memory_peaks_mib"].get("pss", 0) for r in done), default=None),
+        "memory_peaks_mib_by_kind_max": {
+            kind: max(r["memory_peaks_mib"].get(kind, 0) for r in done)
+            for kind in ("server", "kernel", "runtime", "cargo", "rustc", "other")
+        } if done else None,
+        "libraries": {key: sum(r["libraries"][key] for r in done)
+                      for key in ("loaded", "stored", "not_stored")},
         "per_student": done,
     }
     short = {k: v for k, v in summary.items() if k != "per_student"}
@@ -253,6 +326,9 @@ async def main():
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)
     if errors or summary["failed_cells"]:
+        raise SystemExit(1)
+    if args.expect_loaded and (summary["libraries"]["stored"] or not summary["libraries"]["loaded"]):
+        print("cells were compiled that the compiled-cell cache should have held", flush=True)
         raise SystemExit(1)
 
 

@@ -205,19 +205,11 @@ pub fn ensure_user(name: &str) -> Result<(Account, bool)> {
     Ok((account, made))
 }
 
-/// What [`seed`] does with an entry of the tree it copies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pick {
-    /// A copy of the student's own (a folder: made, and its entries picked in turn).
-    Copy,
-    /// A hard link to the original, which stays root's and read-only to the student.
-    Link,
-    /// Left out.
-    Skip,
-}
+pub use attention_lab_jupyter::build::Pick;
 
 /// Copies the tree `from` to the new folder `to`, owned by `account`, each entry as `pick`
-/// says. Symbolic links are copied as links.
+/// says ([`attention_lab_jupyter::build::seed_tree`], every folder and copy given to the
+/// student).
 ///
 /// Called only for a home made in this run, before its student can place anything there,
 /// so no path below it can be a link planted to make root write elsewhere.
@@ -229,50 +221,7 @@ pub fn seed(from: &Path, to: &Path, account: &Account, pick: &dyn Fn(&Path) -> P
         std::os::unix::fs::lchown(path, Some(account.uid), Some(account.gid))
             .map_err(|e| Error::io(path.display(), "give to the student", e))
     };
-    fs::create_dir(to).map_err(|e| Error::io(to.display(), "create", e))?;
-    let mode = fs::metadata(from)
-        .map_err(|e| Error::io(from.display(), "read", e))?
-        .permissions();
-    fs::set_permissions(to, mode).map_err(|e| Error::io(to.display(), "set the mode of", e))?;
-    own(to)?;
-    let entries = fs::read_dir(from).map_err(|e| Error::io(from.display(), "read", e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(from.display(), "read", e))?;
-        let (source, target) = (entry.path(), to.join(entry.file_name()));
-        let choice = pick(&source);
-        if choice == Pick::Skip {
-            continue;
-        }
-        let kind = entry
-            .file_type()
-            .map_err(|e| Error::io(source.display(), "read", e))?;
-        if kind.is_dir() {
-            seed(&source, &target, account, pick)?;
-        } else if kind.is_symlink() {
-            let points =
-                fs::read_link(&source).map_err(|e| Error::io(source.display(), "read", e))?;
-            std::os::unix::fs::symlink(points, &target)
-                .map_err(|e| Error::io(target.display(), "create", e))?;
-            own(&target)?;
-        } else if choice == Pick::Link {
-            fs::hard_link(&source, &target).map_err(|e| Error::io(target.display(), "link", e))?;
-        } else {
-            fs::copy(&source, &target).map_err(|e| Error::io(target.display(), "write", e))?;
-            // Cargo judges freshness by modification times: a copy keeps the original's, or
-            // every compiled crate would look older than its own fingerprint.
-            let modified = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .map_err(|e| Error::io(source.display(), "read", e))?;
-            fs::File::options()
-                .write(true)
-                .open(&target)
-                .and_then(|f| f.set_modified(modified))
-                .map_err(|e| Error::io(target.display(), "set the time of", e))?;
-            own(&target)?;
-        }
-    }
-    Ok(())
+    attention_lab_jupyter::build::seed_tree(from, to, pick, &own)
 }
 
 /// Makes the folder `path` (its parent must exist) owned by `account`, mode 0700.

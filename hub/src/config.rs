@@ -53,6 +53,13 @@ pub fn config(shared: &Shared, class: &Class) -> String {
                 .replace("@PARENT@", &py(groups.parent.display().to_string()))
                 .replace("@FILE@", &py(groups.limit_file))
                 .replace("@BYTES@", &groups.bytes.to_string())
+                .replace(
+                    "@CPU@",
+                    &groups
+                        .cpu
+                        .as_ref()
+                        .map_or("None".to_owned(), |cpu| py(cpu.display().to_string()))
+                )
         ),
         _ => format!("c.JupyterHub.spawner_class = {}\n", py(spawner)),
     };
@@ -113,8 +120,10 @@ pub fn config(shared: &Shared, class: &Class) -> String {
 
 /// LocalProcessSpawner with each student's server made in that student's memory group (the
 /// group made, and its limit written, by the hub as root before the fork; the child joins it
-/// before it drops to the student). Its kernels and their compiles are the server's children,
-/// so they count against the same limit: past it, the kernel's OOM killer ends one of them.
+/// before it drops to the student), and in their CPU group of v1's `cpu` hierarchy when there
+/// is one (on v2 the memory group is the CPU group). Its kernels and their compiles are the
+/// server's children, so they count against the same limit (past it, the kernel's OOM killer
+/// ends one of them) and share the student's CPU weight.
 const LIMITED_SPAWNER: &str = r#"import os
 from jupyterhub.spawner import LocalProcessSpawner
 
@@ -123,18 +132,24 @@ class LimitedSpawner(LocalProcessSpawner):
     memory_parent = @PARENT@
     memory_file = @FILE@
     memory_bytes = @BYTES@
+    cpu_parent = @CPU@
 
     def make_preexec_fn(self, name):
         group = os.path.join(self.memory_parent, name)
         os.makedirs(group, exist_ok=True)
         with open(os.path.join(group, self.memory_file), 'w') as f:
             f.write(str(self.memory_bytes))
-        procs = os.path.join(group, 'cgroup.procs')
+        procs = [os.path.join(group, 'cgroup.procs')]
+        if self.cpu_parent:
+            cpu_group = os.path.join(self.cpu_parent, name)
+            os.makedirs(cpu_group, exist_ok=True)
+            procs.append(os.path.join(cpu_group, 'cgroup.procs'))
         drop_to_student = super().make_preexec_fn(name)
 
         def preexec():
-            with open(procs, 'w') as f:
-                f.write(str(os.getpid()))
+            for path in procs:
+                with open(path, 'w') as f:
+                    f.write(str(os.getpid()))
             drop_to_student()
 
         return preexec

@@ -334,7 +334,7 @@ fn seed_student(shared: &Shared, account: &Account) -> Result<()> {
             &built,
             &ours.join("evcxr-build/slot-0"),
             account,
-            &build_pick,
+            &attention_lab_jupyter::build::build_pick,
         )?;
     }
     let crates = warm.join("evcxr");
@@ -347,25 +347,6 @@ fn seed_student(shared: &Shared, account: &Account) -> Result<()> {
         accounts::seed(&crates, &cache.join("evcxr"), account, &pick)?;
     }
     Ok(())
-}
-
-/// How a new student gets each entry of the warm build folder: the registry crates' compiled
-/// files as hard links (never rebuilt while the shared sources stay as they are); the
-/// library's incremental state left out (cargo reads it only to recompile the library); the
-/// rest (fingerprints, build scripts' output, the library's and the cell's crates, which a
-/// rebuild rewrites in place) as copies.
-fn build_pick(path: &Path) -> Pick {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let parent = path.parent().and_then(Path::file_name);
-    let ours = name.starts_with("libctx") || name.starts_with("libattention_lab");
-    if parent.is_some_and(|p| p == "incremental") && !name.starts_with("ctx-") {
-        Pick::Skip
-    } else if matches!(ext, "rlib" | "rmeta" | "so") && !ours {
-        Pick::Link
-    } else {
-        Pick::Copy
-    }
 }
 
 /// `--single-user-demo`: a home below the shared folder for each login, with the lessons.

@@ -8,15 +8,16 @@
 //! - `src/`: the library's sources; `vendor/`: every crate they need (`cargo vendor`).
 //! - `bin/attention-lab`: this binary, which serves the kernel.
 //! - `notebooks/`: the lessons, their `:dep` paths pointing at `src/`.
-//! - `warm/`: one replay of every lesson's `:dep` cells (`warm-lessons/`) as a student's
-//!   kernel builds them; each new student's build folder and compiled-crate cache start as
-//!   hard links to it.
+//! - `warm/`: one replay of every lesson as a student's kernel builds it; each new student's
+//!   build folder and compiled-crate cache start as hard links to it.
+//! - `cells/`: the compiled-cell cache of that replay (`attention_lab_cells`), root's and
+//!   read-only to all: every student's kernel loads a lesson's cells from it instead of
+//!   compiling them; a student's own edits are compiled into their own home.
 //! - `state/`: the hub's database, cookie secret, passwords and config (root only).
 
 use attention_lab_io::cache::{MODEL_PACKAGE, MODEL_VAR};
 use attention_lab_io::error::{io_text, warn, write_file, Error, Result};
 use attention_lab_io::problem;
-use attention_lab_jupyter::replay::notebook::Notebook;
 use attention_lab_jupyter::{kernel, lab};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -94,6 +95,10 @@ impl Shared {
     pub fn warm(&self) -> PathBuf {
         self.root.join("warm")
     }
+    /// The lessons' compiled cells, written by the warm replay (root's), read by every kernel.
+    pub fn cells(&self) -> PathBuf {
+        self.root.join("cells")
+    }
     /// The hub's own files (root only).
     pub fn state(&self) -> PathBuf {
         self.root.join("state")
@@ -115,6 +120,7 @@ impl Shared {
             "PATH": path,
             kernel::VENDOR_VAR: self.vendor(),
             kernel::SLOTS_VAR: "1",
+            attention_lab_cells::SHARED_VAR: self.cells(),
         });
         if let Some(model) = self.model() {
             env[MODEL_VAR] = serde_json::json!(model);
@@ -519,11 +525,9 @@ fn binary(shared: &Shared) -> Result<()> {
         .map_err(|e| Error::io(dest.display(), "set the mode of", e))
 }
 
-/// Replays the `:dep` cells of every lesson once as a student's kernel builds them (the
-/// shared toolchain, sources and vendored crates), so that `warm/` holds the compiled crates
-/// and a build folder; redone when the binary or the lessons change. Only the cells up to a
-/// lesson's last `:dep` run: the cells after it compile a crate of their own in any case,
-/// and replaying them doubled the set-up (6.7 minutes for all 127 cells on 2 cores).
+/// Replays every lesson once as a student's kernel runs it (the shared toolchain, sources and
+/// vendored crates), so that `warm/` holds the compiled crates and a build folder and
+/// `cells/` every lesson cell's library; redone when the binary or the lessons change.
 fn warm(shared: &Shared) -> Result<()> {
     let warm = shared.warm();
     let key = format!(
@@ -540,32 +544,17 @@ fn warm(shared: &Shared) -> Result<()> {
     if fs::read_to_string(&marker).is_ok_and(|k| k == key) && warm.is_dir() {
         return Ok(());
     }
-    if warm.exists() {
-        fs::remove_dir_all(&warm).map_err(|e| Error::io(warm.display(), "remove", e))?;
+    for dir in [&warm, &shared.cells()] {
+        if dir.exists() {
+            fs::remove_dir_all(dir).map_err(|e| Error::io(dir.display(), "remove", e))?;
+        }
     }
     fs::create_dir_all(&warm).map_err(|e| Error::io(warm.display(), "create", e))?;
-    let lessons = shared.root().join("warm-lessons");
-    if lessons.exists() {
-        fs::remove_dir_all(&lessons).map_err(|e| Error::io(lessons.display(), "remove", e))?;
-    }
-    fs::create_dir_all(&lessons).map_err(|e| Error::io(lessons.display(), "create", e))?;
-    let entries = fs::read_dir(shared.notebooks())
-        .map_err(|e| Error::io(shared.notebooks().display(), "read", e))?;
-    for entry in entries.filter_map(|e| e.ok()) {
-        let path = entry.path();
-        if path.extension().is_none_or(|e| e != "ipynb") {
-            continue;
-        }
-        let text = fs::read_to_string(&path).map_err(|e| Error::io(path.display(), "read", e))?;
-        if let Some(deps) = dep_cells(&text) {
-            write_file(lessons.join(entry.file_name()), deps.as_bytes())?;
-        }
-    }
-    warn("attention-lab hub: compiling the lessons' crates once for every student (a few minutes)");
+    warn("attention-lab hub: compiling the lessons once for every student (a few minutes)");
     let mut command = Command::new(shared.bin());
     command
         .args(["replay", "--engine", "evcxr", "--timeout", "900"])
-        .arg(&lessons)
+        .arg(shared.notebooks())
         .env("XDG_CACHE_HOME", &warm)
         .env_remove(attention_lab_io::cache::CACHE_VAR)
         .stdout(std::process::Stdio::null());
@@ -574,6 +563,10 @@ fn warm(shared: &Shared) -> Result<()> {
             command.env(key, value.as_str().unwrap_or_default());
         }
     }
+    // The replay writes the shared store (as root); kernels only read it.
+    command
+        .env(attention_lab_cells::OWN_VAR, shared.cells())
+        .env_remove(attention_lab_cells::SHARED_VAR);
     let status = command
         .spawn()
         .and_then(lab::run_step)
@@ -582,21 +575,10 @@ fn warm(shared: &Shared) -> Result<()> {
     if status.code() == Some(2) || status.code().is_none() {
         return Err(problem!(
             "the warm replay of {} failed ({status})",
-            lessons.display()
+            shared.notebooks().display()
         ));
     }
     write_file(&marker, key.as_bytes())
-}
-
-/// A notebook cut after its last code cell with a `:dep` line (`None` without one, or when
-/// it is not a notebook).
-fn dep_cells(text: &str) -> Option<String> {
-    let mut nb = Notebook::parse(text).ok()?;
-    let last = nb.cells.iter().rposition(|cell| {
-        cell.is_code() && (cell.source.text().lines()).any(|l| l.trim_start().starts_with(":dep"))
-    })?;
-    nb.cells.truncate(last + 1);
-    Some(nb.to_jupyter_json())
 }
 
 /// Makes everything below `dir` readable (and folders enterable) by all, as `chmod -R a+rX`;
@@ -639,23 +621,6 @@ fn readable(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_warm_replay_keeps_the_cells_up_to_the_last_dep() {
-        let nb = r#"{"cells": [
-            {"cell_type": "markdown", "source": [":dep in prose"]},
-            {"cell_type": "code", "source": ["let a = 1;\n", "  :dep x = \"1\""]},
-            {"cell_type": "code", "source": ":dep y = \"2\"\nuse y::*;"},
-            {"cell_type": "code", "source": ["let b = 2;"]}
-        ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}"#;
-        let cut: serde_json::Value = serde_json::from_str(&dep_cells(nb).unwrap()).unwrap();
-        assert_eq!(cut["cells"].as_array().unwrap().len(), 3);
-        assert_eq!(cut["cells"][2]["source"], ":dep y = \"2\"\nuse y::*;");
-        assert_eq!(cut["nbformat"], 4);
-        let no_dep = r#"{"cells": [{"cell_type": "markdown", "source": ":dep"}], "nbformat": 4}"#;
-        assert_eq!(dep_cells(no_dep), None);
-        assert_eq!(dep_cells("not json"), None);
-    }
 
     #[test]
     fn deps_point_at_the_shared_sources() {

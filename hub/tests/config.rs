@@ -149,13 +149,15 @@ fn names_with_quotes_stay_python_strings() {
 }
 
 #[test]
-fn a_limited_class_puts_each_server_in_its_students_memory_group_before_dropping_to_them() {
+fn a_limited_class_puts_each_server_in_its_students_memory_and_cpu_groups_before_dropping_to_them()
+{
     let groups = tempfile::tempdir().unwrap();
     let mut limited = class(vec!["alice"], false);
     limited.memory = Some(MemoryGroups {
         parent: groups.path().join("attention-lab-hub"),
         limit_file: "memory.limit_in_bytes",
         bytes: 2 << 30,
+        cpu: Some(groups.path().join("cpu/attention-lab-hub")),
     });
     let out = run(
         &config(&Shared::new("/srv/h"), &limited),
@@ -165,6 +167,11 @@ fn a_limited_class_puts_each_server_in_its_students_memory_group_before_dropping
     let limit = std::fs::read_to_string(group.join("memory.limit_in_bytes")).unwrap();
     assert_eq!(limit, (2u64 << 30).to_string());
     let pid = std::fs::read_to_string(group.join("cgroup.procs")).unwrap();
-    // The group is joined first, then the student's pre-exec function runs.
+    // The CPU group (v1) is joined too.
+    let cpu = groups
+        .path()
+        .join("cpu/attention-lab-hub/alice/cgroup.procs");
+    assert_eq!(std::fs::read_to_string(cpu).unwrap(), pid);
+    // The groups are joined first, then the student's pre-exec function runs.
     assert_eq!(out, format!("dropped to alice\npid {pid}\n"));
 }

@@ -223,6 +223,8 @@ fn serve(control_file: &Path) -> Result<()> {
         .ok()
         .filter(|_| std::env::var_os(SLOTS_VAR).is_none());
     let (build_dir, lock) = claim_build_dir(&cache.join("evcxr-build"), session.as_deref())?;
+    // A new folder starts with what `lab`'s (or any) replay of the lessons compiled.
+    crate::build::seed_from_warm(&cache.join("replay-evcxr").join("slot-0"), &build_dir);
     // The lock lives as long as the kernel: keep its descriptor open across exec.
     // SAFETY: fcntl on a descriptor we own; clearing FD_CLOEXEC has no other effect.
     unsafe { libc::fcntl(lock.as_raw_fd(), libc::F_SETFD, 0) };

@@ -62,6 +62,7 @@ pub fn run(args: LabArgs) -> Result<u8> {
     let data = cache.join("jupyter");
     kernel::install(&data)?;
     quiet_news(&venv)?;
+    warm_lessons(&cache, &args.dir)?;
     let token = token()?;
     let mut command = Command::new(venv.join("bin").join("jupyter"));
     command
@@ -108,6 +109,73 @@ pub fn run(args: LabArgs) -> Result<u8> {
             e => e,
         })
     })
+}
+
+/// Replays every notebook of `dir` once before JupyterLab starts, the first time `lab` serves
+/// them (again when they or this binary change): their crates compile into the warm build
+/// folder that every new kernel starts from (`build::seed_from_warm`), and every cell's
+/// library goes into the compiled-cell cache, so that a first Run All loads its cells
+/// instead of compiling them. A replay that fails is said in one line; JupyterLab starts
+/// all the same, and the next `lab` tries again.
+///
+/// # Errors
+/// This binary cannot be run.
+fn warm_lessons(cache: &Path, dir: &Path) -> Result<()> {
+    let exe = std::env::current_exe()
+        .map_err(|e| problem!("cannot find this binary: {}", io_text(&e)))?;
+    let marker = cache.join("lessons-warm");
+    let key = lessons_key(&exe, dir);
+    if fs::read_to_string(&marker).is_ok_and(|k| k == key) {
+        return Ok(());
+    }
+    warn(&format!(
+        "attention-lab lab: compiling the notebooks in {} once, so that their cells load \
+         instead of compiling (a few minutes; later starts skip this)",
+        dir.display()
+    ));
+    let status = Command::new(&exe)
+        .args(["replay", "--engine", "evcxr", "--timeout", "900"])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .and_then(run_step)
+        .map_err(|e| problem!("cannot run {}: {}", exe.display(), io_text(&e)))?;
+    // 1: a stored output differs (a notebook edited, or the model missing): compiled all
+    // the same.
+    if matches!(status.code(), Some(0 | 1)) {
+        write_file(&marker, key.as_bytes())?;
+    } else {
+        warn(&format!(
+            "attention-lab lab: the notebooks' warm replay failed ({status}); their first cells \
+             will compile"
+        ));
+    }
+    Ok(())
+}
+
+/// What a warm replay depends on: this binary and each notebook (name, size, time).
+fn lessons_key(exe: &Path, dir: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let stamp = |path: &Path| {
+        fs::metadata(path)
+            .map(|m| format!("{} {}.{}", m.size(), m.mtime(), m.mtime_nsec()))
+            .unwrap_or_default()
+    };
+    let mut lines = vec![format!("{} {}", exe.display(), stamp(exe))];
+    let mut notebooks: Vec<PathBuf> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ipynb"))
+        .collect();
+    notebooks.sort();
+    lines.extend(
+        notebooks
+            .iter()
+            .map(|p| format!("{} {}", p.display(), stamp(p))),
+    );
+    lines.join("\n") + "\n"
 }
 
 /// Watches a server started in its own process group (after [`process::become_subreaper`]

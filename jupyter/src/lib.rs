@@ -14,6 +14,8 @@
 //! ```
 
 #[cfg(feature = "evcxr")]
+pub mod build;
+#[cfg(feature = "evcxr")]
 pub mod kernel;
 #[cfg(feature = "evcxr")]
 pub mod lab;
