@@ -13,6 +13,9 @@
 //! - `cells/`: the compiled-cell cache of that replay (`attention_lab_cells`), root's and
 //!   read-only to all: every student's kernel loads a lesson's cells from it instead of
 //!   compiling them; a student's own edits are compiled into their own home.
+//! - `evcxr-config/`: evcxr's settings for every student's kernel (and the warm replay): the
+//!   kernel's `init.evcxr`, the lessons' library and plot crate loaded when a kernel starts,
+//!   and a `prelude.rs` that has rust-analyzer read them once (see [`KERNEL_PRELUDE`]).
 //! - `state/`: the hub's database, cookie secret, passwords and config (root only).
 
 use attention_lab_io::cache::{MODEL_PACKAGE, MODEL_VAR};
@@ -95,6 +98,10 @@ impl Shared {
     pub fn warm(&self) -> PathBuf {
         self.root.join("warm")
     }
+    /// evcxr's config folder for every student's kernel and the warm replay.
+    pub fn evcxr_config(&self) -> PathBuf {
+        self.root.join("evcxr-config")
+    }
     /// The lessons' compiled cells, written by the warm replay (root's), read by every kernel.
     pub fn cells(&self) -> PathBuf {
         self.root.join("cells")
@@ -121,6 +128,7 @@ impl Shared {
             kernel::VENDOR_VAR: self.vendor(),
             kernel::SLOTS_VAR: "1",
             attention_lab_cells::SHARED_VAR: self.cells(),
+            "EVCXR_CONFIG_DIR": self.evcxr_config(),
         });
         if let Some(model) = self.model() {
             env[MODEL_VAR] = serde_json::json!(model);
@@ -163,6 +171,7 @@ pub fn prepare(shared: &Shared, notebooks: &Path) -> Result<()> {
     toolchain(shared)?;
     copy_tree(repo, &shared.src(), &|p| !skipped_in_source(p))?;
     lessons(&notebooks, repo, shared)?;
+    kernel_start(&notebooks, repo, shared)?;
     vendor(shared, repo)?;
     binary(shared)?;
     let spec = shared
@@ -380,6 +389,43 @@ fn lessons(notebooks: &Path, repo: &Path, shared: &Shared) -> Result<()> {
     Ok(())
 }
 
+/// What every student's kernel runs when it starts, after the lessons' libraries are loaded
+/// (`init.evcxr`): a lesson's first `use` and one variable of the lessons' kind, made and
+/// dropped (a moved variable leaves no trace in evcxr's state). Its one job is to have
+/// rust-analyzer, which evcxr asks for the type of every new variable, read the library and
+/// ndarray's macros when the kernel starts: a kernel's first `let` otherwise took 1.3 s of
+/// it (BENCHMARKS.md), in the middle of a lesson. The lessons' own first cells, the same
+/// `:dep` lines and `use`, then change nothing.
+pub const KERNEL_PRELUDE: &str = "use attention_lab::prelude::*;\n\
+    let attention_lab_warm_up: Array2<f64> = array![[0.0]];\n\
+    drop(attention_lab_warm_up);\n";
+
+/// The `:dep` lines, as the lessons write them, that every student's kernel runs when it
+/// starts (pointed at the shared sources): a lesson's first cell, the same lines, is then
+/// done at once.
+pub const PRELOADED_DEPS: [&str; 2] = [
+    ":dep attention-lab = { path = \"..\" }",
+    ":dep attention-lab-plot = { path = \"../plot\" }",
+];
+
+/// The students' kernels' evcxr settings ([`Shared::evcxr_config`]): the kernel's own
+/// `init.evcxr`, then the lessons' library and plot crate, as the lessons' first cells name
+/// them, and [`KERNEL_PRELUDE`].
+fn kernel_start(notebooks: &Path, repo: &Path, shared: &Shared) -> Result<()> {
+    let config = shared.evcxr_config();
+    fs::create_dir_all(&config).map_err(|e| Error::io(config.display(), "create", e))?;
+    let mut init = kernel::init_evcxr();
+    for line in PRELOADED_DEPS {
+        let shared_line = point_dep_line(line, notebooks, repo, &shared.src())
+            .map_err(|e| problem!("{}: {e}", notebooks.display()))?
+            .unwrap_or_default();
+        init.push_str(&shared_line);
+        init.push('\n');
+    }
+    write_file(config.join("init.evcxr"), init.as_bytes())?;
+    write_file(config.join("prelude.rs"), KERNEL_PRELUDE.as_bytes())
+}
+
 /// `text` (a notebook's JSON) with each `:dep ... path = "P"` line of its cells made
 /// `path = "<src>/<P below repo>"`.
 ///
@@ -530,8 +576,13 @@ fn binary(shared: &Shared) -> Result<()> {
 /// `cells/` every lesson cell's library; redone when the binary or the lessons change.
 fn warm(shared: &Shared) -> Result<()> {
     let warm = shared.warm();
+    let start: Vec<String> = ["init.evcxr", "prelude.rs"]
+        .iter()
+        .map(|name| fs::read_to_string(shared.evcxr_config().join(name)).unwrap_or_default())
+        .collect();
     let key = format!(
-        "{}\n{}\n",
+        "{}\n{}\n{}\n",
+        start.join("\n"),
         fs::metadata(shared.bin()).map(|m| m.len()).unwrap_or(0),
         fs::read_dir(shared.notebooks())
             .map(|d| d
@@ -621,6 +672,40 @@ fn readable(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every lesson's `:dep` line of the library or the plot crate is one that kernels run
+    /// when they start, letter for letter (evcxr compares the text).
+    #[test]
+    fn the_lessons_dep_lines_are_the_preloaded_ones() {
+        let notebooks = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks");
+        let mut seen = 0;
+        for entry in fs::read_dir(notebooks).unwrap().flatten() {
+            let text = fs::read_to_string(entry.path()).unwrap_or_default();
+            let Ok(nb) = serde_json::from_str::<serde_json::Value>(&text) else {
+                continue;
+            };
+            for cell in nb["cells"].as_array().into_iter().flatten() {
+                let source: String = match &cell["source"] {
+                    serde_json::Value::Array(lines) => {
+                        lines.iter().filter_map(|l| l.as_str()).collect()
+                    }
+                    other => other.as_str().unwrap_or_default().to_owned(),
+                };
+                for line in source.lines() {
+                    let library = [":dep attention-lab =", ":dep attention-lab-plot ="];
+                    if library.iter().any(|start| line.starts_with(start)) {
+                        assert!(
+                            PRELOADED_DEPS.contains(&line),
+                            "{}: {line}",
+                            entry.path().display()
+                        );
+                        seen += 1;
+                    }
+                }
+            }
+        }
+        assert!(seen >= 9, "{seen} lines");
+    }
 
     #[test]
     fn deps_point_at_the_shared_sources() {

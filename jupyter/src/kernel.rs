@@ -193,10 +193,19 @@ pub fn uninstall(jupyter_path: &Path) -> Result<Option<PathBuf>> {
     Ok(Some(spec_dir))
 }
 
+/// The kernel's own `init.evcxr`: evcxr's commands run when a kernel starts (`:cache`).
+///
+/// ```
+/// assert!(attention_lab_jupyter::kernel::init_evcxr().starts_with(":cache "));
+/// ```
+pub fn init_evcxr() -> String {
+    format!(":cache {EVCXR_CACHE_MIB}\n")
+}
+
 fn write_init_evcxr(config: &Path) -> Result<()> {
     fs::create_dir_all(config).map_err(|e| Error::io(config.display(), "create", e))?;
     let init = config.join("init.evcxr");
-    let text = format!(":cache {EVCXR_CACHE_MIB}\n");
+    let text = init_evcxr();
     if fs::read_to_string(&init).is_ok_and(|t| t == text) {
         return Ok(());
     }
