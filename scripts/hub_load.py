@@ -1,7 +1,7 @@
 """A class on `attention-lab hub`, simulated: N students sign in through the hub, start their
 servers, open a "Rust (attention-lab)" kernel over Jupyter's websocket protocol and run a
 lesson's code cells at a classroom pace. Prints (and with --json writes) cell latency p50, p95
-and max, failed cells, server start times and each student's memory.
+and max, failed cells, server and kernel start times and each student's memory.
 
 Each student's memory is sampled every second: the resident memory of all their processes
 (RSS, as before), their proportional share (PSS: a page shared by several processes counted
@@ -143,6 +143,7 @@ class Student:
             await asyncio.sleep(0.5)
 
     async def run_cells(self, cells, pace):
+        asked = time.monotonic()
         response = await self.fetch(f"/user/{self.name}/api/kernels", method="POST",
                                     body=json.dumps({"name": "attention-lab-rust"}))
         if response.code != 201:
@@ -152,6 +153,7 @@ class Student:
         ws = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {self.token}"}))
         session = uuid.uuid4().hex
         await kernel_ready(ws, session, self.name)
+        self.kernel_start = time.monotonic() - asked
         results = []
         try:
             for source, texts in cells:
@@ -268,6 +270,7 @@ async def one(url, name, password, cells, pace, delay, sample):
             peak[key] = max(peak.get(key, 0.0), value)
         await asyncio.sleep(sample)
     return {"user": name, "server_start": start, "cells": task.result(),
+            "kernel_start": student.kernel_start,
             "memory_mib": peak.get("rss", 0.0), "memory_peaks_mib": peak,
             "libraries": libraries(name)}
 
@@ -310,6 +313,8 @@ async def main():
         "first_cell_max": max((r["cells"][0]["latency"] for r in done if r["cells"]), default=None),
         "server_start_p50": statistics.median(r["server_start"] for r in done) if done else None,
         "server_start_max": max((r["server_start"] for r in done), default=None),
+        "kernel_start_p50": statistics.median(r["kernel_start"] for r in done) if done else None,
+        "kernel_start_max": max((r["kernel_start"] for r in done), default=None),
         "memory_mib_per_student_max": max((r["memory_mib"] for r in done), default=None),
         "pss_mib_per_student_max": max((r["memory_peaks_mib"].get("pss", 0) for r in done), default=None),
         "memory_peaks_mib_by_kind_max": {

@@ -14,6 +14,10 @@ use std::path::PathBuf;
 pub struct Manifest {
     /// The entry's key, written out: an entry under another name is refused.
     pub key: String,
+    /// rustc's exit status: 0, or 1 for a cell whose own code does not compile (see
+    /// [`Compiled::is_storable`]).
+    #[serde(default)]
+    pub status: i32,
     /// The files rustc wrote, in the order it announced them.
     pub files: Vec<StoredFile>,
     /// rustc's standard output, the build folder blanked.
@@ -61,6 +65,43 @@ pub struct Compiled {
 }
 
 impl Compiled {
+    /// Whether a compile that ended with `status` may be stored: a success, or a failure that
+    /// only the source can cause. That is exit status 1 with every error located in the
+    /// crate's own source (`source`, as rustc names it), beside rustc's closing "aborting due
+    /// to" line. evcxr compiles a cell again after such errors (a moved variable, a `?`), so
+    /// they come back with the cell. A failure of anything else (the linker, a full disk, a
+    /// killed rustc) is never stored.
+    pub fn is_storable(&self, status: i32, source: &str) -> bool {
+        if status == 0 {
+            return true;
+        }
+        if status != 1 {
+            return false;
+        }
+        let mut errors = 0;
+        for line in String::from_utf8_lossy(&self.stderr).lines() {
+            let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if msg["$message_type"] != "diagnostic" || msg["level"] != "error" {
+                continue;
+            }
+            let in_source = msg["spans"].as_array().is_some_and(|spans| {
+                spans
+                    .iter()
+                    .any(|s| s["is_primary"] == true && s["file_name"] == source)
+            });
+            let closing = msg["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("aborting due to"));
+            if !in_source && !closing {
+                return false;
+            }
+            errors += usize::from(in_source);
+        }
+        errors > 0
+    }
+
     /// The files rustc announced on stderr (`--json=artifacts`): path and kind.
     pub fn artifacts(&self) -> Vec<(PathBuf, String)> {
         String::from_utf8_lossy(&self.stderr)
@@ -81,7 +122,12 @@ impl Entry {
     /// # Errors
     /// An announced file is not in the output folder or cannot be read, or the output is not
     /// UTF-8 (such a compile is not stored).
-    pub fn of_compile(cell: &Invocation, key: &Digest32, compiled: &Compiled) -> io::Result<Entry> {
+    pub fn of_compile(
+        cell: &Invocation,
+        key: &Digest32,
+        status: i32,
+        compiled: &Compiled,
+    ) -> io::Result<Entry> {
         let text = |bytes: &[u8]| {
             std::str::from_utf8(bytes)
                 .map(|t| cell.blank(t))
@@ -111,6 +157,7 @@ impl Entry {
         }
         let manifest = Manifest {
             key: key.to_string(),
+            status,
             files,
             stdout: text(&compiled.stdout)?,
             stderr: text(&compiled.stderr)?,
@@ -153,7 +200,8 @@ impl Entry {
     }
 
     /// Writes the files into `cell`'s output folder (each whole or not at all), as rustc
-    /// would have; returns rustc's output to print, for this build folder.
+    /// would have; returns rustc's output to print, for this build folder (its exit status is
+    /// [`Manifest::status`]).
     ///
     /// # Errors
     /// A file cannot be written.
@@ -272,7 +320,7 @@ mod tests {
             from.out_dir.display()
         );
         let key = Digest32::of(b"k");
-        let entry = Entry::of_compile(&from, &key, &compiled(&from, &deps)).unwrap();
+        let entry = Entry::of_compile(&from, &key, 0, &compiled(&from, &deps)).unwrap();
         assert!(!entry.manifest.stderr.contains(a.path().to_str().unwrap()));
         assert!(entry.manifest.inputs.is_empty() && entry.manifest.env.is_empty());
         entry.verify().unwrap();
@@ -297,7 +345,8 @@ mod tests {
         let deps =
             "x: src/lib.rs data\\ with\\ space.txt\n\nsrc/lib.rs:\ndata\\ with\\ space.txt:\n\n\
                     # env-dep:LESSON=one\\ntwo\n# env-dep:UNSET_IN_THIS_TEST\n";
-        let entry = Entry::of_compile(&cell, &Digest32::of(b"k"), &compiled(&cell, deps)).unwrap();
+        let entry =
+            Entry::of_compile(&cell, &Digest32::of(b"k"), 0, &compiled(&cell, deps)).unwrap();
         let m = &entry.manifest;
         assert_eq!(m.inputs.len(), 1);
         assert_eq!(
@@ -323,6 +372,7 @@ mod tests {
         let entry = Entry::of_compile(
             &cell,
             &Digest32::of(b"k"),
+            0,
             &compiled(&cell, "src/lib.rs:\n"),
         )
         .unwrap();

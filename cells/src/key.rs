@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Changes whenever what a key covers, or how an entry is laid out, changes.
-const FORMAT: &str = "attention-lab compiled cell, format 1";
+const FORMAT: &str = "attention-lab compiled cell, format 2";
 
 /// A SHA-256 digest: an entry's name, and each stored file's check.
 ///
@@ -109,6 +109,21 @@ pub fn key(cell: &Invocation, rustc: &str) -> io::Result<Digest32> {
         fields.field(name.as_bytes());
         fields.field(&file_digest(path)?.0);
     }
+    Ok(Digest32(fields.0.finalize().into()))
+}
+
+/// The key under which a failed compile of `cell` is kept: `key` and the source exactly as
+/// written. rustc's errors point at lines, and evcxr reads them to fix the cell (which
+/// variable was moved, say), so a failure is of one order of the source only, unlike a
+/// library (see [`crate::canonical`]).
+///
+/// # Errors
+/// The source cannot be read.
+pub fn failure_key(key: &Digest32, cell: &Invocation) -> io::Result<Digest32> {
+    let mut fields = Fields(Sha256::new());
+    fields.field(b"failure");
+    fields.field(&key.0);
+    fields.field(&fs::read(&cell.source)?);
     Ok(Digest32(fields.0.finalize().into()))
 }
 

@@ -9,7 +9,9 @@
 //!   set-up as root), then in the user's own ([`OWN_VAR`]), and checks the entry (owners,
 //!   modes, every file's SHA-256, what the source read) before writing its files where rustc
 //!   would have and printing what rustc printed;
-//! - otherwise it runs rustc, and stores what it made in the user's own store.
+//! - otherwise it runs rustc, and stores what it made in the user's own store (a cell whose
+//!   own code does not compile too: evcxr compiles such cells again and again as it fixes
+//!   them, and their errors are the source's alone).
 //!
 //! Cargo stays in charge of everything else: it rebuilds a changed dependency before it asks
 //! for the cell, so the key always sees the dependency the cell is linked with.
@@ -148,7 +150,8 @@ impl Cache {
             .and_then(|id| key::key(cell, &id))
             .map_err(|e| trouble.push(format!("cannot make the cell's key: {e}")))
             .ok();
-        if let Some(key) = &key {
+        let failure = key.and_then(|key| key::failure_key(&key, cell).ok());
+        for key in key.iter().chain(&failure) {
             if let Some(loaded) = self.load(key, cell, &mut trouble) {
                 return loaded;
             }
@@ -172,9 +175,15 @@ impl Cache {
             }
         };
         let mut stored = false;
-        if let (0, Some(key), Some(own)) = (status, &key, &self.own) {
-            let saved =
-                Entry::of_compile(cell, key, &compiled).and_then(|entry| own.save(key, &entry));
+        let source = cell
+            .source
+            .strip_prefix(&cell.build)
+            .unwrap_or(&cell.source);
+        let storable = compiled.is_storable(status, &source.to_string_lossy());
+        let key = if status == 0 { key } else { failure };
+        if let (true, Some(key), Some(own)) = (storable, &key, &self.own) {
+            let saved = Entry::of_compile(cell, key, status, &compiled)
+                .and_then(|entry| own.save(key, &entry));
             match saved {
                 Ok(()) => {
                     stored = true;
@@ -232,7 +241,7 @@ impl Cache {
                         store.touch(key);
                     }
                     return Some(Outcome {
-                        status: 0,
+                        status: entry.manifest.status,
                         stdout: stdout.into_bytes(),
                         stderr: stderr.into_bytes(),
                         key: Some(*key),

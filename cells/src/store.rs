@@ -315,6 +315,7 @@ mod tests {
         Entry {
             manifest: Manifest {
                 key: key.to_string(),
+                status: 0,
                 files: vec![StoredFile {
                     name: "libctx.so".into(),
                     emit: "link".into(),

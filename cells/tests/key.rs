@@ -129,3 +129,57 @@ fn a_file_the_source_includes_is_part_of_the_entry() {
     );
     assert_eq!(answer(&lab.library_path(&cell)), 8);
 }
+
+#[test]
+fn a_cell_whose_own_code_fails_is_stored_with_its_errors() {
+    let lab = Lab::new();
+    let cache = lab.cache("ann");
+    lab.write_source("ann", "pub const EARLIER: i32 = \"not a number\";\n");
+    let cell = lab.cell("ann", &[]);
+    let first = cache.compile(&lab.rustc, &cell);
+    assert_eq!((first.status, &first.how), (1, &COMPILED));
+    let second = cache.compile(&lab.rustc, &cell);
+    assert_eq!((second.status, &second.how), (1, &lab.loaded("ann")));
+    assert_eq!(second.stderr_text(), first.stderr_text());
+    assert!(
+        second.stderr_text().contains("E0308"),
+        "{}",
+        second.stderr_text()
+    );
+}
+
+#[test]
+fn a_failure_outside_the_source_is_never_stored() {
+    let lab = Lab::new();
+    let cache = lab.cache("ann");
+    // A linker that is not there: rustc fails, with no error in the source.
+    let cell = lab.cell("ann", &["-C", "linker=/nonexistent/cc"]);
+    let outcome = cache.compile(&lab.rustc, &cell);
+    assert_eq!(outcome.status, 1, "{}", outcome.stderr_text());
+    assert_eq!(outcome.how, How::Compiled { stored: false });
+    assert_eq!(lab.how(&cache, &cell), How::Compiled { stored: false });
+}
+
+#[test]
+fn a_failure_is_loaded_only_for_the_source_in_the_same_order() {
+    let lab = Lab::new();
+    let cache = lab.cache("ann");
+    let (a, b) = (
+        "pub const A: i32 = 1;\n",
+        "pub const EARLIER: i32 = \"x\";\n",
+    );
+    lab.write_source("ann", &format!("{a}{b}"));
+    let cell = lab.cell("ann", &[]);
+    assert_eq!(lab.how(&cache, &cell), COMPILED);
+    assert_eq!(lab.how(&cache, &cell), lab.loaded("ann"));
+    // The same items in the other order: the same library, but errors on other lines.
+    lab.write_source("ann", &format!("{b}{a}"));
+    let outcome = cache.compile(&lab.rustc, &cell);
+    assert_eq!((outcome.status, outcome.how), (1, COMPILED));
+    // Fixed, in both orders: one library.
+    lab.write_source("ann", &format!("{a}pub const EARLIER: i32 = 2;\n"));
+    assert_eq!(lab.how(&cache, &cell), COMPILED);
+    lab.write_source("ann", &format!("pub const EARLIER: i32 = 2;\n{a}"));
+    assert_eq!(lab.how(&cache, &cell), lab.loaded("ann"));
+    assert_eq!(answer(&lab.library_path(&cell)), 3);
+}
