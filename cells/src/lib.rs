@@ -53,6 +53,9 @@ pub const SHARED_VAR: &str = "ATTENTION_LAB_CELLS_SHARED";
 pub const MIB_VAR: &str = "ATTENTION_LAB_CELLS_MIB";
 /// A file that takes the kernel's one line of warning (the kernel names its own stderr).
 pub const LOG_VAR: &str = "ATTENTION_LAB_CELLS_LOG";
+/// The niceness rustc compiles a cell at, when set (a hub sets it): a compile that the cache
+/// could not spare takes the CPU the others' cells leave idle, not theirs.
+pub const COMPILE_NICE_VAR: &str = "ATTENTION_LAB_COMPILE_NICE";
 /// The own store's default cap: about 2,000 lesson cells.
 pub const DEFAULT_MIB: u64 = 1024;
 
@@ -264,10 +267,17 @@ fn run_rustc(rustc: &Path, args: &[String], build: &Path) -> std::io::Result<std
     use std::os::unix::process::CommandExt;
     let mut command = std::process::Command::new(rustc);
     command.args(args).current_dir(build);
-    // SAFETY: prctl is async-signal-safe and touches only this (forked) process.
+    let nice = std::env::var(COMPILE_NICE_VAR)
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok());
+    // SAFETY: prctl and setpriority are async-signal-safe and touch only this (forked)
+    // process.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if let Some(nice) = nice {
+                libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+            }
             Ok(())
         });
     }
@@ -332,7 +342,8 @@ fn warn_once(build: &Path, line: &str) {
 }
 
 /// The kernel's lookups, one line each in `cells.log` of its build folder: `loaded KEY
-/// FOLDER`, `compiled KEY stored`, `compiled KEY not-stored`, `compiled - -` (no key).
+/// FOLDER`, `compiled KEY stored`, `compiled KEY not-stored`, `compiled - not-stored` (no
+/// key), and `failed KEY stored` or `failed KEY not-stored` for a compile that failed.
 ///
 /// ```
 /// use attention_lab_cells::Trace;
@@ -363,7 +374,7 @@ impl Trace {
         for line in text.lines() {
             match line.split(' ').next() {
                 Some("loaded") => trace.loaded += 1,
-                Some("compiled") => trace.compiled += 1,
+                Some("compiled" | "failed") => trace.compiled += 1,
                 _ => {}
             }
         }
@@ -375,10 +386,15 @@ impl Trace {
             .key
             .map(|k| k.to_string())
             .unwrap_or_else(|| "-".into());
+        let verb = if outcome.status == 0 {
+            "compiled"
+        } else {
+            "failed"
+        };
         let line = match &outcome.how {
             How::Loaded(from) => format!("loaded {key} {}\n", from.display()),
-            How::Compiled { stored: true } => format!("compiled {key} stored\n"),
-            How::Compiled { stored: false } => format!("compiled {key} not-stored\n"),
+            How::Compiled { stored: true } => format!("{verb} {key} stored\n"),
+            How::Compiled { stored: false } => format!("{verb} {key} not-stored\n"),
         };
         if let Ok(mut file) = fs::OpenOptions::new()
             .create(true)

@@ -41,27 +41,29 @@ pub fn config(shared: &Shared, class: &Class) -> String {
     let state = shared.state();
     let at = |name: &str| py(state.join(name).display().to_string());
     let users = class.students.iter().map(py).collect::<Vec<_>>().join(", ");
-    let spawner = if class.demo {
-        "jupyterhub.spawner.SimpleLocalProcessSpawner"
-    } else {
-        "jupyterhub.spawner.LocalProcessSpawner"
-    };
-    let spawner = match &class.memory {
-        Some(groups) if !class.demo => format!(
-            "{limited}\nc.JupyterHub.spawner_class = LimitedSpawner\n",
-            limited = LIMITED_SPAWNER
-                .replace("@PARENT@", &py(groups.parent.display().to_string()))
-                .replace("@FILE@", &py(groups.limit_file))
-                .replace("@BYTES@", &groups.bytes.to_string())
-                .replace(
-                    "@CPU@",
-                    &groups
-                        .cpu
-                        .as_ref()
-                        .map_or("None".to_owned(), |cpu| py(cpu.display().to_string()))
-                )
-        ),
-        _ => format!("c.JupyterHub.spawner_class = {}\n", py(spawner)),
+    let spawner = match (&class.memory, class.demo) {
+        (_, true) => {
+            "c.JupyterHub.spawner_class = 'jupyterhub.spawner.SimpleLocalProcessSpawner'\n"
+                .to_owned()
+        }
+        (memory, false) => {
+            let (parent, file, bytes) = match memory {
+                Some(groups) => (
+                    py(groups.parent.display().to_string()),
+                    py(groups.limit_file),
+                    groups.bytes.to_string(),
+                ),
+                None => ("None".to_owned(), "None".to_owned(), "0".to_owned()),
+            };
+            format!(
+                "{class_spawner}\nc.JupyterHub.spawner_class = ClassSpawner\n",
+                class_spawner = CLASS_SPAWNER
+                    .replace("@PARENT@", &parent)
+                    .replace("@FILE@", &file)
+                    .replace("@BYTES@", &bytes)
+                    .replace("@NICE@", &START_NICE.to_string())
+            )
+        }
     };
     let demo_homes = if class.demo {
         format!(
@@ -118,39 +120,64 @@ pub fn config(shared: &Shared, class: &Class) -> String {
     )
 }
 
-/// LocalProcessSpawner with each student's server made in that student's memory group (the
-/// group made, and its limit written, by the hub as root before the fork; the child joins it
-/// before it drops to the student), and in their CPU group of v1's `cpu` hierarchy when there
-/// is one (on v2 the memory group is the CPU group). Its kernels and their compiles are the
-/// server's children, so they count against the same limit (past it, the kernel's OOM killer
-/// ends one of them) and share the student's CPU weight.
-const LIMITED_SPAWNER: &str = r#"import os
+/// The niceness a student's server and kernels start at: they take only the CPU that the
+/// students already working leave idle, until they serve (see `attention_lab_jupyter::priority`).
+pub const START_NICE: i32 = 19;
+
+/// LocalProcessSpawner for a class:
+/// - each student's server is made in that student's memory group when there is one (the
+///   group made, and its limit written, by the hub as root before the fork; the child joins
+///   it before it drops to the student). Its kernels and their compiles are the server's
+///   children, so they count against the same limit: past it, the kernel's OOM killer ends
+///   one of them;
+/// - it starts at the niceness [`START_NICE`] and is given the normal priority back (by the
+///   hub, as root) once it answers on its port: a class whose servers all start in the same
+///   minute then starts them with what the students already working leave idle.
+const CLASS_SPAWNER: &str = r#"import asyncio
+import os
 from jupyterhub.spawner import LocalProcessSpawner
 
 
-class LimitedSpawner(LocalProcessSpawner):
+class ClassSpawner(LocalProcessSpawner):
     memory_parent = @PARENT@
     memory_file = @FILE@
     memory_bytes = @BYTES@
-    cpu_parent = @CPU@
+    start_nice = @NICE@
 
     def make_preexec_fn(self, name):
-        group = os.path.join(self.memory_parent, name)
-        os.makedirs(group, exist_ok=True)
-        with open(os.path.join(group, self.memory_file), 'w') as f:
-            f.write(str(self.memory_bytes))
-        procs = [os.path.join(group, 'cgroup.procs')]
-        if self.cpu_parent:
-            cpu_group = os.path.join(self.cpu_parent, name)
-            os.makedirs(cpu_group, exist_ok=True)
-            procs.append(os.path.join(cpu_group, 'cgroup.procs'))
+        procs = None
+        if self.memory_parent:
+            group = os.path.join(self.memory_parent, name)
+            os.makedirs(group, exist_ok=True)
+            with open(os.path.join(group, self.memory_file), 'w') as f:
+                f.write(str(self.memory_bytes))
+            procs = os.path.join(group, 'cgroup.procs')
         drop_to_student = super().make_preexec_fn(name)
 
         def preexec():
-            for path in procs:
-                with open(path, 'w') as f:
+            if procs:
+                with open(procs, 'w') as f:
                     f.write(str(os.getpid()))
+            os.setpriority(os.PRIO_PROCESS, 0, self.start_nice)
             drop_to_student()
 
         return preexec
+
+    async def start(self):
+        ip, port = await super().start()
+        asyncio.ensure_future(self.normal_priority_when_serving(ip, port, self.pid))
+        return ip, port
+
+    async def normal_priority_when_serving(self, ip, port, pid, tries=1200):
+        for _ in range(tries):
+            try:
+                _, writer = await asyncio.open_connection(ip or '127.0.0.1', port)
+                writer.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.5)
+        try:
+            os.setpriority(os.PRIO_PGRP, pid, 0)
+        except OSError:
+            pass  # it ended meanwhile
 "#;

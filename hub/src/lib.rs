@@ -149,6 +149,7 @@ pub fn run(args: HubArgs) -> Result<u8> {
     let shared = Shared::new(&args.dir);
     shared::prepare(&shared, &args.notebooks)?;
     let mut made = Vec::new();
+    let mut class_uids = Vec::new();
     if args.single_user_demo {
         for name in names.iter().chain([&args.teacher.as_str()]) {
             demo_home(&shared, name)?;
@@ -157,6 +158,7 @@ pub fn run(args: HubArgs) -> Result<u8> {
         accounts::ensure_group()?;
         for name in names.iter().chain([&args.teacher.as_str()]) {
             let (account, new) = accounts::ensure_user(name)?;
+            class_uids.push(account.uid);
             if new {
                 seed_student(&shared, &account)?;
                 made.push(account.name.clone());
@@ -198,6 +200,9 @@ pub fn run(args: HubArgs) -> Result<u8> {
     if args.setup_only {
         print(&handout)?;
         return Ok(0);
+    }
+    if !class_uids.is_empty() {
+        watch_kernel_starts(class_uids);
     }
     let served = serve(&shared, &config_file, addr, &handout);
     if let Some(groups) = memory {
@@ -267,6 +272,19 @@ fn serve(shared: &Shared, config_file: &Path, addr: SocketAddr, handout: &str) -
             return Ok(code);
         }
     }
+}
+
+/// Gives each kernel of the class, which starts at a low priority (see
+/// `attention_lab_jupyter::priority`), the normal priority back once it has started: a thread
+/// that looks ten times a second for as long as the hub serves.
+fn watch_kernel_starts(uids: Vec<u32>) {
+    let mut starts = attention_lab_jupyter::priority::Starts::new(move |uid| uids.contains(&uid));
+    let _ = std::thread::Builder::new()
+        .name("kernel-starts".into())
+        .spawn(move || loop {
+            starts.look();
+            std::thread::sleep(Duration::from_millis(100));
+        });
 }
 
 /// Stops what a crashed JupyterHub left besides the students' servers: its proxy and idle

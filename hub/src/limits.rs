@@ -1,11 +1,7 @@
-//! Per-student memory limits and CPU shares: a cgroup for each student's server (and so for its
+//! Per-student memory limits: a memory cgroup for each student's server (and so for its
 //! kernels and their compiles), below a group of the hub's own. cgroup v2 where the memory
 //! controller is delegated to us, else v1's memory hierarchy (as on this machine); none, with
 //! a warning, where neither can be written (a container without them).
-//!
-//! Each student's group also gets the CPU controller (v2's `cpu`, or a group of the same name
-//! in v1's `cpu` hierarchy), every student with the same weight: when the cores are busy, a
-//! student whose kernel compiles a cell of their own takes their share, not everyone's.
 
 use attention_lab_io::error::Result;
 use attention_lab_io::problem;
@@ -21,10 +17,6 @@ pub struct MemoryGroups {
     pub limit_file: &'static str,
     /// The limit, in bytes.
     pub bytes: u64,
-    /// v1's `cpu` hierarchy: the hub's group there (each student's is `cpu/<login>`, all of
-    /// equal `cpu.shares`). `None` on v2, where the memory group is the CPU group too, or
-    /// where there is no `cpu` controller to write.
-    pub cpu: Option<PathBuf>,
 }
 
 /// The name of the hub's group below the cgroup this process runs in.
@@ -77,53 +69,24 @@ pub fn prepare(cgroup_root: &Path, bytes: u64) -> Result<Option<MemoryGroups>> {
     if fs::create_dir_all(&parent).is_err() {
         return Ok(None);
     }
-    let mut cpu = None;
     if limit_file == "memory.max" {
-        // v2: the hub's group must hand the memory controller to the students' groups, and
-        // the CPU controller where it has it.
+        // v2: the hub's group must hand the memory controller to the students' groups.
         let control = parent.join("cgroup.subtree_control");
         if fs::write(&control, "+memory").is_err() {
             let _ = fs::remove_dir(&parent);
             return Ok(None);
         }
-        let _ = fs::write(&control, "+cpu");
     } else if !parent.join(limit_file).exists() {
         return Err(problem!(
             "{}: a memory cgroup without {limit_file}",
             parent.display()
         ));
-    } else if let Some(mut dir) = locate_cpu_v1(cgroup_root, &ours) {
-        dir.push(GROUP);
-        cpu = fs::create_dir_all(&dir).is_ok().then_some(dir);
     }
     Ok(Some(MemoryGroups {
         parent,
         limit_file,
         bytes,
-        cpu,
     }))
-}
-
-/// v1's `cpu` hierarchy's group of this process, from the text of `/proc/self/cgroup`
-/// (`cpu` alone or mounted with `cpuacct`), where it has `cpu.shares`.
-///
-/// ```
-/// use attention_lab_hub::limits::locate_cpu_v1;
-/// let root = std::path::Path::new("/nonexistent");
-/// assert_eq!(locate_cpu_v1(root, "2:cpuacct:/\n1:cpu:/box\n"), None, "no cpu.shares there");
-/// ```
-pub fn locate_cpu_v1(cgroup_root: &Path, proc_cgroup: &str) -> Option<PathBuf> {
-    proc_cgroup.lines().find_map(|line| {
-        let mut parts = line.splitn(3, ':');
-        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        if !controllers.split(',').any(|c| c == "cpu") {
-            return None;
-        }
-        let dir = cgroup_root
-            .join(controllers)
-            .join(path.trim_start_matches('/'));
-        dir.join("cpu.shares").exists().then_some(dir)
-    })
 }
 
 /// The memory group this process is in, from the text of `/proc/self/cgroup`: v2's when
@@ -183,17 +146,6 @@ impl MemoryGroups {
             }
         }
         let _ = fs::remove_dir(&self.parent);
-        if let Some(cpu) = &self.cpu {
-            if let Ok(entries) = fs::read_dir(cpu) {
-                for entry in entries
-                    .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                {
-                    let _ = fs::remove_dir(entry.path());
-                }
-            }
-            let _ = fs::remove_dir(cpu);
-        }
     }
 }
 
@@ -218,26 +170,6 @@ mod tests {
         assert_eq!(dir, Path::new("/nonexistent/memory/process_api/abc"));
         assert_eq!(file, "memory.limit_in_bytes");
         assert!(locate(Path::new("/nonexistent"), "0::/\n").is_none());
-    }
-
-    #[test]
-    fn v1_cpu_is_found_alone_or_with_cpuacct() {
-        let root = tempfile::tempdir().unwrap();
-        for (mount, text) in [
-            ("cpu", "1:cpu:/box\n"),
-            ("cpu,cpuacct", "3:cpu,cpuacct:/box\n"),
-        ] {
-            let dir = root.path().join(mount).join("box");
-            fs::create_dir_all(&dir).unwrap();
-            assert_eq!(
-                locate_cpu_v1(root.path(), text),
-                None,
-                "{mount}: no cpu.shares yet"
-            );
-            fs::write(dir.join("cpu.shares"), "1024").unwrap();
-            assert_eq!(locate_cpu_v1(root.path(), text), Some(dir), "{mount}");
-        }
-        assert_eq!(locate_cpu_v1(root.path(), "4:memory:/box\n0::/\n"), None);
     }
 
     #[test]

@@ -129,6 +129,11 @@ impl Shared {
             kernel::SLOTS_VAR: "1",
             attention_lab_cells::SHARED_VAR: self.cells(),
             "EVCXR_CONFIG_DIR": self.evcxr_config(),
+            // Kernels start with what students already working leave idle; the hub gives
+            // them the normal priority back once started (attention_lab_jupyter::priority).
+            attention_lab_jupyter::priority::START_NICE_VAR: crate::config::START_NICE.to_string(),
+            // A cell the shared cache does not hold compiles with the CPU others leave idle.
+            attention_lab_cells::COMPILE_NICE_VAR: "10",
         });
         if let Some(model) = self.model() {
             env[MODEL_VAR] = serde_json::json!(model);

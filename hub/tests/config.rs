@@ -86,7 +86,6 @@ fn a_class_config_runs_and_names_the_roster_the_spawner_and_the_kernel() {
     let shared = Shared::new("/srv/h");
     let set = settings(&config(&shared, &class(vec!["alice", "bob"], false)));
     for line in [
-        "JupyterHub.spawner_class = 'jupyterhub.spawner.LocalProcessSpawner'",
         "Authenticator.allowed_users = {'alice', 'bob'}",
         "Authenticator.admin_users = {'teacher'}",
         "JupyterHub.authenticator_class = 'firstuseauthenticator.FirstUseAuthenticator'",
@@ -149,15 +148,41 @@ fn names_with_quotes_stay_python_strings() {
 }
 
 #[test]
-fn a_limited_class_puts_each_server_in_its_students_memory_and_cpu_groups_before_dropping_to_them()
-{
+fn a_class_starts_each_server_at_a_low_priority_and_lets_it_take_the_normal_one_back() {
+    let out = run(
+        &config(&Shared::new("/srv/h"), &class(vec!["alice"], false)),
+        "import os\nroot.JupyterHub.spawner_class().make_preexec_fn('alice')()\n\
+         print('nice', os.getpriority(os.PRIO_PROCESS, 0))\n",
+    );
+    assert_eq!(out, "dropped to alice\nnice 19\n");
+    // Once the server answers on its port, its process group takes the normal priority back
+    // (the hub does it, as root).
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not checked: raising a priority needs root");
+        return;
+    }
+    let out = run(
+        &config(&Shared::new("/srv/h"), &class(vec!["alice"], false)),
+        "import asyncio, os, socket, subprocess\n\
+         server = socket.socket(); server.bind(('127.0.0.1', 0)); server.listen()\n\
+         child = subprocess.Popen(['sleep', '30'], start_new_session=True, preexec_fn=lambda: os.nice(19))\n\
+         spawner = root.JupyterHub.spawner_class()\n\
+         asyncio.run(spawner.normal_priority_when_serving('127.0.0.1', server.getsockname()[1], child.pid, tries=10))\n\
+         print('nice', os.getpriority(os.PRIO_PROCESS, child.pid))\n\
+         child.kill()\n",
+    );
+    assert_eq!(out, "nice 0\n");
+}
+
+#[test]
+fn a_limited_class_puts_each_server_in_its_students_memory_group_before_dropping_to_them() {
     let groups = tempfile::tempdir().unwrap();
     let mut limited = class(vec!["alice"], false);
     limited.memory = Some(MemoryGroups {
         parent: groups.path().join("attention-lab-hub"),
         limit_file: "memory.limit_in_bytes",
         bytes: 2 << 30,
-        cpu: Some(groups.path().join("cpu/attention-lab-hub")),
     });
     let out = run(
         &config(&Shared::new("/srv/h"), &limited),
@@ -167,11 +192,8 @@ fn a_limited_class_puts_each_server_in_its_students_memory_and_cpu_groups_before
     let limit = std::fs::read_to_string(group.join("memory.limit_in_bytes")).unwrap();
     assert_eq!(limit, (2u64 << 30).to_string());
     let pid = std::fs::read_to_string(group.join("cgroup.procs")).unwrap();
-    // The CPU group (v1) is joined too.
-    let cpu = groups
-        .path()
-        .join("cpu/attention-lab-hub/alice/cgroup.procs");
-    assert_eq!(std::fs::read_to_string(cpu).unwrap(), pid);
-    // The groups are joined first, then the student's pre-exec function runs.
+    // The group is joined first, then the student's pre-exec function runs.
     assert_eq!(out, format!("dropped to alice\npid {pid}\n"));
+    assert!(config(&Shared::new("/srv/h"), &limited)
+        .contains("c.JupyterHub.spawner_class = ClassSpawner"),);
 }

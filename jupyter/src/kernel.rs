@@ -257,6 +257,7 @@ fn serve(control_file: &Path) -> Result<()> {
     for (name, value) in cells_env(&cache) {
         command.env(name, value);
     }
+    crate::priority::lower_for_start();
     let error = command
         .arg("--control_file")
         .arg(control_file)

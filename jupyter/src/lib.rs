@@ -20,6 +20,8 @@ pub mod kernel;
 #[cfg(feature = "evcxr")]
 pub mod lab;
 #[cfg(all(feature = "evcxr", unix))]
+pub mod priority;
+#[cfg(all(feature = "evcxr", unix))]
 pub mod process;
 #[cfg(feature = "evcxr")]
 pub mod replay;

@@ -1,0 +1,266 @@
+//! Kernels that start at a low priority, for a class on a few cores.
+//!
+//! evcxr's start takes seconds of CPU (rust-analyzer reads the lessons' libraries, cargo checks
+//! the build), and in a class every kernel starts in the same minute. Started at a low
+//! priority ([`START_NICE_VAR`], which a hub's kernelspec sets), a kernel takes only what the
+//! kernels already running cells leave idle. A watcher with the right to raise priorities (the
+//! hub, as root: an unprivileged process may only lower its own) gives it the normal priority
+//! back once it has started: its process group (the kernel, evcxr's child that runs cells,
+//! cargo, rustc) idle for a moment, evcxr's start done and no cell yet ([`Starts`]).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The niceness a kernel starts at (`19`: only idle CPU); unset, kernels start as usual.
+pub const START_NICE_VAR: &str = "ATTENTION_LAB_START_NICE";
+
+/// How long a kernel's process group must stay idle to count as started.
+const IDLE: Duration = Duration::from_millis(300);
+/// After this long a kernel gets the normal priority back whatever it is doing.
+const AT_MOST: Duration = Duration::from_secs(600);
+
+/// In `kernel serve`, before it becomes the kernel: lowers this process (and so the kernel,
+/// and everything it starts) to the niceness [`START_NICE_VAR`] names. Nothing happens when
+/// it is unset or not a number.
+pub fn lower_for_start() {
+    let Some(nice) = std::env::var(START_NICE_VAR)
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    else {
+        return;
+    };
+    // SAFETY: setpriority on this thread, which then starts the kernel's others.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+}
+
+/// The kernels starting at a low priority, each watched until it has started.
+///
+/// ```no_run
+/// let mut starts = attention_lab_jupyter::priority::Starts::new(|uid| uid >= 1000);
+/// loop {
+///     starts.look(); // every tenth of a second or so
+///     std::thread::sleep(std::time::Duration::from_millis(100));
+/// }
+/// ```
+pub struct Starts {
+    /// Whose kernels to watch (a class's students).
+    owner: Box<dyn Fn(u32) -> bool + Send>,
+    /// Each watched process group: when first seen, its last activity, since when unchanged.
+    watched: BTreeMap<i32, Watched>,
+}
+
+struct Watched {
+    seen: Instant,
+    activity: Vec<(u32, String)>,
+    quiet_since: Instant,
+}
+
+impl Starts {
+    /// Watches the kernels of the users that `owner` accepts (by uid).
+    pub fn new(owner: impl Fn(u32) -> bool + Send + 'static) -> Starts {
+        Starts {
+            owner: Box::new(owner),
+            watched: BTreeMap::new(),
+        }
+    }
+
+    /// One look: finds new kernels at a low priority, and gives the normal priority to the
+    /// process group of each that has been idle for [`IDLE`] (or watched for [`AT_MOST`]);
+    /// returns how many got it.
+    pub fn look(&mut self) -> usize {
+        let now = Instant::now();
+        let mut current = BTreeMap::new();
+        for leader in low_priority_kernels(&*self.owner) {
+            let activity = activity(leader);
+            let entry = self.watched.remove(&leader).unwrap_or(Watched {
+                seen: now,
+                activity: Vec::new(),
+                quiet_since: now,
+            });
+            let quiet_since = if entry.activity == activity {
+                entry.quiet_since
+            } else {
+                now
+            };
+            current.insert(
+                leader,
+                Watched {
+                    seen: entry.seen,
+                    activity,
+                    quiet_since,
+                },
+            );
+        }
+        let started: Vec<i32> = current
+            .iter()
+            .filter(|(_, w)| now - w.quiet_since >= IDLE || now - w.seen >= AT_MOST)
+            .map(|(group, _)| *group)
+            .collect();
+        for group in &started {
+            // SAFETY: setpriority on a process group; refused where we may not raise it.
+            unsafe { libc::setpriority(libc::PRIO_PGRP, *group as libc::id_t, 0) };
+            current.remove(group);
+        }
+        self.watched = current;
+        started.len()
+    }
+}
+
+/// The process groups led by a kernel (`... --control_file ...`) of an accepted owner, whose
+/// leader runs at a niceness above 0.
+fn low_priority_kernels(owner: &dyn Fn(u32) -> bool) -> Vec<i32> {
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut leaders = Vec::new();
+    for process in processes.flatten() {
+        let Some(pid) = process
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let dir = process.path();
+        let Some(stat) = Stat::read(&dir) else {
+            continue;
+        };
+        if stat.group != pid || stat.nice <= 0 {
+            continue;
+        }
+        use std::os::unix::fs::MetadataExt;
+        if !std::fs::metadata(&dir).is_ok_and(|m| owner(m.uid())) {
+            continue;
+        }
+        let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+        if cmdline
+            .split(|b| *b == 0)
+            .any(|arg| arg == b"--control_file")
+        {
+            leaders.push(pid);
+        }
+    }
+    leaders
+}
+
+/// What every thread of every process of `group` has run and waited to run so far (from
+/// `/proc/PID/task/TID/schedstat`): unchanged only while the whole group is idle. A thread
+/// that waits for a core counts as busy, so a starved start is never taken for a finished one.
+fn activity(group: i32) -> Vec<(u32, String)> {
+    let mut seen = Vec::new();
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return seen;
+    };
+    for process in processes.flatten() {
+        if Stat::read(&process.path()).is_none_or(|s| s.group != group) {
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(process.path().join("task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+            let mut fields = stat.split_whitespace();
+            let ran = fields.next().unwrap_or("");
+            let waited = fields.next().unwrap_or("");
+            let tid = task
+                .file_name()
+                .to_str()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(0);
+            seen.push((tid, format!("{ran} {waited}")));
+        }
+    }
+    seen.sort();
+    seen
+}
+
+/// The fields of `/proc/PID/stat` the watcher needs.
+struct Stat {
+    group: i32,
+    nice: i64,
+}
+
+impl Stat {
+    fn read(dir: &Path) -> Option<Stat> {
+        let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+        // After the command's name, which is in parentheses and may hold anything: state,
+        // ppid, pgrp, ... nice is the 17th field after it.
+        let fields: Vec<&str> = stat[stat.rfind(')')? + 2..].split(' ').collect();
+        Some(Stat {
+            group: fields.get(2)?.parse().ok()?,
+            nice: fields.get(16)?.parse().ok()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_read_and_is_busy_while_it_works() {
+        let own = Stat::read(Path::new("/proc/self")).unwrap();
+        // SAFETY: getpgrp and getpriority have no preconditions.
+        let (group, nice) = unsafe {
+            (
+                libc::getpgrp(),
+                libc::getpriority(libc::PRIO_PROCESS, 0) as i64,
+            )
+        };
+        assert_eq!((own.group, own.nice), (group, nice));
+        let before = activity(group);
+        assert!(!before.is_empty());
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        assert_ne!(
+            activity(group),
+            before,
+            "a busy thread changes the group's activity"
+        );
+    }
+
+    /// A kernel-like process group at niceness 19 (a shell named as a kernel is) gets the
+    /// normal priority back once it idles, and only then.
+    #[test]
+    fn an_idle_kernel_group_gets_the_normal_priority_back() {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: raising a priority needs root (CAP_SYS_NICE)");
+            return;
+        }
+        // SAFETY: getuid has no preconditions.
+        let me = unsafe { libc::getuid() };
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 30",
+                "--control_file",
+            ])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        // SAFETY: lowering a child's priority needs no privilege.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, 19) };
+        let mut starts = Starts::new(move |uid| uid == me);
+        let started = std::time::Instant::now();
+        let mut when = None;
+        while started.elapsed() < Duration::from_secs(20) && when.is_none() {
+            if starts.look() > 0 {
+                when = Some(started.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let nice = Stat::read(Path::new(&format!("/proc/{pid}"))).map(|s| s.nice);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(when.is_some(), "never judged started");
+        assert_eq!(nice, Some(0));
+    }
+}
