@@ -92,6 +92,7 @@ pub fn serve_if_asked() -> Option<u8> {
     if args.next()? != "--control_file" || std::env::var_os(SERVE_MARKER).is_none() {
         return None;
     }
+    return_freed_memory();
     // evcxr_jupyter reads the control file's name from argv itself.
     Some(match evcxr_jupyter::main() {
         Ok(()) => 0,
@@ -101,6 +102,27 @@ pub fn serve_if_asked() -> Option<u8> {
         }
     })
 }
+
+/// Every [`TRIM_EVERY`], hands the heap's free pages back to the system (glibc's
+/// `malloc_trim`), from a thread of the kernel's own.
+///
+/// rust-analyzer, which evcxr asks for each new variable's type, frees much of what it
+/// builds, but glibc keeps freed pages for the next allocation: a lesson's kernel held 283 MB
+/// where 244 MB were in use (BENCHMARKS.md). On a hub, memory is what sets how many students
+/// one machine holds.
+fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    let _ = std::thread::Builder::new()
+        .name("trim".into())
+        .spawn(|| loop {
+            std::thread::sleep(TRIM_EVERY);
+            // SAFETY: malloc_trim only releases memory that is free.
+            unsafe { libc::malloc_trim(0) };
+        });
+}
+
+/// How often the kernel hands freed memory back ([`return_freed_memory`]).
+const TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The user's Jupyter data folder (where `jupyter kernelspec list` looks first).
 fn user_data_dir(explicit: Option<PathBuf>) -> Result<PathBuf> {
