@@ -3,7 +3,7 @@ servers, open a "Rust (attention-lab)" kernel over Jupyter's websocket protocol 
 lesson's code cells at a classroom pace. Prints (and with --json writes) cell latency p50, p95
 and max, failed cells, server and kernel start times and each student's memory.
 
-Each student's memory is sampled every second: the resident memory of all their processes
+Each student's memory is sampled every 2 s, by a process of its own at the lowest priority: the resident memory of all their processes
 (RSS, as before), their proportional share (PSS: a page shared by several processes counted
 once in all), and the RSS of each kind of process (server, kernel, the kernel's child that runs
 cells, cargo, rustc); and the memory in use on the whole machine, before and at its peak
@@ -27,6 +27,7 @@ must use the same prefix.
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import random
 import statistics
@@ -34,6 +35,9 @@ import subprocess
 import time
 import urllib.parse
 import uuid
+
+# When the run started (time.monotonic()): each cell's `sent` is counted from it.
+T0 = time.monotonic()
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from tornado.websocket import websocket_connect
@@ -142,7 +146,7 @@ class Student:
                 return time.monotonic() - started
             if time.monotonic() - started > 300:
                 raise RuntimeError(f"{self.name}: server not ready in 300 s")
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(2)  # as often as a page waiting for its server
 
     async def run_cells(self, cells, pace):
         asked = time.monotonic()
@@ -191,7 +195,7 @@ class Student:
                 latency = time.monotonic() - sent
                 printed = "".join(out)
                 ok = status == "ok" and all(t in printed for t in texts)
-                result = {"latency": latency, "ok": ok, "status": status}
+                result = {"latency": latency, "ok": ok, "status": status, "sent": sent - T0}
                 if not ok:
                     result["error"] = "".join(err)[:500]
                 results.append(result)
@@ -261,21 +265,31 @@ def libraries(user):
     return counts
 
 
-async def one(url, name, password, cells, pace, delay, sample):
+async def one(url, name, password, cells, pace, delay):
     await asyncio.sleep(delay)
     student = Student(url, name, password)
     await student.sign_in()
     start = await student.start_server()
-    task = asyncio.ensure_future(student.run_cells(cells, pace))
-    peak = {}
-    while not task.done():
-        for key, value in memory(name).items():
-            peak[key] = max(peak.get(key, 0.0), value)
-        await asyncio.sleep(sample)
-    return {"user": name, "server_start": start, "cells": task.result(),
-            "kernel_start": student.kernel_start,
-            "memory_mib": peak.get("rss", 0.0), "memory_peaks_mib": peak,
-            "libraries": libraries(name)}
+    results = await student.run_cells(cells, pace)
+    return {"user": name, "server_start": start, "cells": results,
+            "kernel_start": student.kernel_start, "libraries": libraries(name)}
+
+
+def sample_memory(users, stop, peaks, every=2.0):
+    """In a process of its own at the lowest priority (reading /proc is slow enough to stall
+    the students' clients if they waited for it, and takes CPU the class should have): each
+    student's peaks of memory(), and the machine's, until `stop` is set; the result goes into
+    the shared dict `peaks`."""
+    os.nice(19)
+    found = {user: {} for user in users}
+    machine = 0.0
+    while not stop.is_set():
+        machine = max(machine, machine_used_mib())
+        for user in users:
+            for key, value in memory(user).items():
+                found[user][key] = max(found[user].get(key, 0.0), value)
+        stop.wait(every)
+    peaks.update({"machine": machine, "students": found})
 
 
 def machine_used_mib():
@@ -286,13 +300,6 @@ def machine_used_mib():
             name, _, rest = line.partition(":")
             fields[name] = int(rest.split()[0])
     return (fields["MemTotal"] - fields["MemAvailable"]) / 1024
-
-
-async def watch_machine(peak, every=1.0):
-    """Keeps the largest memory in use on the machine in peak["used"] until cancelled."""
-    while True:
-        peak["used"] = max(peak.get("used", 0.0), machine_used_mib())
-        await asyncio.sleep(every)
 
 
 def percentile(values, q):
@@ -317,13 +324,21 @@ async def main():
     pace = tuple(float(x) for x in args.pace.split(","))
     random.seed(0)
     delays = sorted(random.uniform(0, args.spread) for _ in users)
-    machine = {"before": machine_used_mib()}
-    watcher = asyncio.ensure_future(watch_machine(machine))
-    results = await asyncio.gather(*(one(args.url, u, args.password_prefix + u, cells, pace, d, 1.0)
+    before = machine_used_mib()
+    manager = multiprocessing.Manager()
+    peaks, stop = manager.dict(), manager.Event()
+    sampler = multiprocessing.Process(target=sample_memory, args=(users, stop, peaks))
+    sampler.start()
+    results = await asyncio.gather(*(one(args.url, u, args.password_prefix + u, cells, pace, d)
                                      for u, d in zip(users, delays)), return_exceptions=True)
-    watcher.cancel()
+    stop.set()
+    sampler.join()
+    peaks = dict(peaks)
     errors = [str(r) for r in results if isinstance(r, Exception)]
     done = [r for r in results if not isinstance(r, Exception)]
+    for r in done:
+        r["memory_peaks_mib"] = peaks["students"].get(r["user"], {})
+        r["memory_mib"] = r["memory_peaks_mib"].get("rss", 0.0)
     latencies = [c["latency"] for r in done for c in r["cells"]]
     summary = {
         "students": len(users),
@@ -344,8 +359,8 @@ async def main():
             kind: max(r["memory_peaks_mib"].get(kind, 0) for r in done)
             for kind in ("server", "kernel", "runtime", "cargo", "rustc", "other")
         } if done else None,
-        "machine_mib_before": machine["before"],
-        "machine_mib_peak": machine.get("used"),
+        "machine_mib_before": before,
+        "machine_mib_peak": peaks["machine"],
         "libraries": {key: sum(r["libraries"][key] for r in done)
                       for key in ("loaded", "compiled", "failed")},
         "per_student": done,

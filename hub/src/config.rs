@@ -95,7 +95,11 @@ pub fn config(shared: &Shared, class: &Class) -> String {
          c.Spawner.default_url = '/lab'\n\
          c.Spawner.notebook_dir = '~/attention-lab'\n\
          {demo_homes}\
-         c.Spawner.args = ['--MultiKernelManager.default_kernel_name={kernel}']\n\
+         # A kernel that starts while the class starts may take over a minute (it starts with\n\
+         # the CPU others leave idle): the server waits for its first answer instead of giving\n\
+         # up after 60 s and closing the channels its questions came on.\n\
+         c.Spawner.args = ['--MultiKernelManager.default_kernel_name={kernel}',\n\
+         \x20   '--MappingKernelManager.kernel_info_timeout=600']\n\
          c.Spawner.start_timeout = 120\n\
          c.Spawner.http_timeout = 120\n\
          c.JupyterHub.services = [{{\n\
@@ -130,7 +134,8 @@ pub const START_NICE: i32 = 19;
 ///   it before it drops to the student). Its kernels and their compiles are the server's
 ///   children, so they count against the same limit: past it, the kernel's OOM killer ends
 ///   one of them;
-/// - it starts at the niceness [`START_NICE`] and is given the normal priority back (by the
+/// - it starts at the niceness [`START_NICE`], its session too (Linux shares the CPU between
+///   sessions first, and the server is one), and is given the normal priority back (by the
 ///   hub, as root) once it answers on its port: a class whose servers all start in the same
 ///   minute then starts them with what the students already working leave idle.
 const CLASS_SPAWNER: &str = r#"import asyncio
@@ -159,6 +164,7 @@ class ClassSpawner(LocalProcessSpawner):
                 with open(procs, 'w') as f:
                     f.write(str(os.getpid()))
             os.setpriority(os.PRIO_PROCESS, 0, self.start_nice)
+            set_session_nice('self', self.start_nice)
             drop_to_student()
 
         return preexec
@@ -180,4 +186,15 @@ class ClassSpawner(LocalProcessSpawner):
             os.setpriority(os.PRIO_PGRP, pid, 0)
         except OSError:
             pass  # it ended meanwhile
+        set_session_nice(pid, 0)
+
+
+def set_session_nice(pid, nice):
+    """The niceness of a session (Linux's autogroup), which ranks it among sessions: the
+    server is one of its own. Nothing where autogroups are off."""
+    try:
+        with open(f'/proc/{pid}/autogroup', 'w') as f:
+            f.write(str(nice))
+    except OSError:
+        pass
 "#;

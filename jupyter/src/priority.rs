@@ -24,8 +24,8 @@ const IDLE: Duration = Duration::from_millis(300);
 const AT_MOST: Duration = Duration::from_secs(600);
 
 /// In `kernel serve`, before it becomes the kernel: lowers this process (and so the kernel,
-/// and everything it starts) to the niceness [`START_NICE_VAR`] names. Nothing happens when
-/// it is unset or not a number.
+/// and everything it starts) to the niceness [`START_NICE_VAR`] names, and its session's
+/// (see [`set_session_nice`]). Nothing happens when it is unset or not a number.
 pub fn lower_for_start() {
     let Some(nice) = std::env::var(START_NICE_VAR)
         .ok()
@@ -35,6 +35,17 @@ pub fn lower_for_start() {
     };
     // SAFETY: setpriority on this thread, which then starts the kernel's others.
     unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+    set_session_nice("self", nice);
+}
+
+/// Sets the niceness of the session of process `pid` ("self", or a number) as the scheduler
+/// shares the CPU between sessions (Linux's autogroups, `/proc/PID/autogroup`). Jupyter starts
+/// each server and kernel in a session of its own, and where autogroups are on (the default
+/// on most distributions) the CPU is shared between sessions first: a process's own
+/// niceness then only ranks it within its session. Best effort: nothing happens where
+/// autogroups are off or the file cannot be written.
+pub fn set_session_nice(pid: &str, nice: i32) {
+    let _ = std::fs::write(format!("/proc/{pid}/autogroup"), nice.to_string());
 }
 
 /// The kernels starting at a low priority, each watched until it has started.
@@ -73,9 +84,10 @@ impl Starts {
     /// returns how many got it.
     pub fn look(&mut self) -> usize {
         let now = Instant::now();
+        let processes = processes();
         let mut current = BTreeMap::new();
-        for leader in low_priority_kernels(&*self.owner) {
-            let activity = activity(leader);
+        for leader in low_priority_kernels(&processes, &*self.owner) {
+            let activity = activity(&processes, leader);
             let entry = self.watched.remove(&leader).unwrap_or(Watched {
                 seen: now,
                 activity: Vec::new(),
@@ -105,11 +117,33 @@ impl Starts {
         for group in &started {
             // SAFETY: setpriority on a process group; refused where we may not raise it.
             unsafe { libc::setpriority(libc::PRIO_PGRP, *group as libc::id_t, 0) };
+            set_session_nice(&group.to_string(), 0);
             current.remove(group);
         }
         self.watched = current;
         started.len()
     }
+}
+
+/// One process as the watcher sees it.
+struct Process {
+    pid: i32,
+    stat: Stat,
+}
+
+/// Every process of the machine, read once a look.
+fn processes() -> Vec<Process> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            let stat = Stat::read(&entry.path())?;
+            Some(Process { pid, stat })
+        })
+        .collect()
 }
 
 /// Whether the kernel `pid` has started a thread of tokio's blocking pool: one named as
@@ -134,54 +168,33 @@ fn serving(pid: i32) -> bool {
 
 /// The process groups led by a kernel (`... --control_file ...`) of an accepted owner, whose
 /// leader runs at a niceness above 0.
-fn low_priority_kernels(owner: &dyn Fn(u32) -> bool) -> Vec<i32> {
-    let Ok(processes) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut leaders = Vec::new();
-    for process in processes.flatten() {
-        let Some(pid) = process
-            .file_name()
-            .to_str()
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let dir = process.path();
-        let Some(stat) = Stat::read(&dir) else {
-            continue;
-        };
-        if stat.group != pid || stat.nice <= 0 {
-            continue;
-        }
-        use std::os::unix::fs::MetadataExt;
-        if !std::fs::metadata(&dir).is_ok_and(|m| owner(m.uid())) {
-            continue;
-        }
-        let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
-        if cmdline
-            .split(|b| *b == 0)
-            .any(|arg| arg == b"--control_file")
-        {
-            leaders.push(pid);
-        }
-    }
-    leaders
+fn low_priority_kernels(processes: &[Process], owner: &dyn Fn(u32) -> bool) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt;
+    processes
+        .iter()
+        .filter(|p| p.stat.group == p.pid && p.stat.nice > 0)
+        .filter(|p| {
+            let dir = Path::new("/proc").join(p.pid.to_string());
+            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+            std::fs::metadata(&dir).is_ok_and(|m| owner(m.uid()))
+                && cmdline
+                    .split(|b| *b == 0)
+                    .any(|arg| arg == b"--control_file")
+        })
+        .map(|p| p.pid)
+        .collect()
 }
 
 /// What every thread of every process of `group` has run and waited to run so far (from
 /// `/proc/PID/task/TID/schedstat`): unchanged only while the whole group is idle. A thread
 /// that waits for a core counts as busy, so a starved start is never taken for a finished one.
-fn activity(group: i32) -> Vec<(u32, String)> {
+fn activity(processes: &[Process], group: i32) -> Vec<(u32, String)> {
     let mut seen = Vec::new();
-    let Ok(processes) = std::fs::read_dir("/proc") else {
-        return seen;
-    };
-    for process in processes.flatten() {
-        if Stat::read(&process.path()).is_none_or(|s| s.group != group) {
-            continue;
-        }
-        let Ok(tasks) = std::fs::read_dir(process.path().join("task")) else {
+    for process in processes.iter().filter(|p| p.stat.group == group) {
+        let tasks = Path::new("/proc")
+            .join(process.pid.to_string())
+            .join("task");
+        let Ok(tasks) = std::fs::read_dir(tasks) else {
             continue;
         };
         for task in tasks.flatten() {
@@ -238,7 +251,7 @@ mod tests {
             )
         };
         assert_eq!((own.group, own.nice), (group, nice));
-        let before = activity(group);
+        let before = activity(&processes(), group);
         assert!(!before.is_empty());
         let mut x = 0u64;
         for i in 0..20_000_000u64 {
@@ -246,7 +259,7 @@ mod tests {
         }
         std::hint::black_box(x);
         assert_ne!(
-            activity(group),
+            activity(&processes(), group),
             before,
             "a busy thread changes the group's activity"
         );
