@@ -100,6 +100,10 @@ class Student:
         self.http = AsyncHTTPClient(force_instance=True)
         self.cookies = {}
         self.token = None
+        # Where the student's Jupyter server answers below the URL (a hub's proxy path).
+        self.prefix = f"/user/{name}"
+        # The notebook a kernel is started for, as JupyterLab starts one (a session), or None.
+        self.notebook = None
 
     def _cookie_header(self):
         return "; ".join(f"{k}={v}" for k, v in self.cookies.items())
@@ -144,18 +148,24 @@ class Student:
             server = (info.get("servers") or {}).get("", {})
             if server.get("ready"):
                 return time.monotonic() - started
-            if time.monotonic() - started > 300:
-                raise RuntimeError(f"{self.name}: server not ready in 300 s")
+            if time.monotonic() - started > 600:  # the hub's start_timeout
+                raise RuntimeError(f"{self.name}: server not ready in 600 s")
             await asyncio.sleep(2)  # as often as a page waiting for its server
 
     async def run_cells(self, cells, pace):
         asked = time.monotonic()
-        response = await self.fetch(f"/user/{self.name}/api/kernels", method="POST",
-                                    body=json.dumps({"name": "attention-lab-rust"}))
-        if response.code != 201:
+        if self.notebook:
+            body = {"path": self.notebook, "type": "notebook", "name": "",
+                    "kernel": {"name": "attention-lab-rust"}}
+            response = await self.fetch(f"{self.prefix}/api/sessions", method="POST", body=json.dumps(body))
+            kernel = json.loads(response.body)["kernel"]["id"] if response.code == 201 else None
+        else:
+            response = await self.fetch(f"{self.prefix}/api/kernels", method="POST",
+                                        body=json.dumps({"name": "attention-lab-rust"}))
+            kernel = json.loads(response.body)["id"] if response.code == 201 else None
+        if kernel is None:
             raise RuntimeError(f"{self.name}: kernel start answered {response.code}")
-        kernel = json.loads(response.body)["id"]
-        ws_url = self.url.replace("http", "ws", 1) + f"/user/{self.name}/api/kernels/{kernel}/channels"
+        ws_url = self.url.replace("http", "ws", 1) + f"{self.prefix}/api/kernels/{kernel}/channels"
         # As long as a browser waits: a kernel that starts while a class starts takes a while.
         ws = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {self.token}"},
                                                  connect_timeout=600, request_timeout=600))
@@ -202,7 +212,7 @@ class Student:
                 await asyncio.sleep(random.uniform(*pace))
         finally:
             ws.close()
-            await self.fetch(f"/user/{self.name}/api/kernels/{kernel}", method="DELETE")
+            await self.fetch(f"{self.prefix}/api/kernels/{kernel}", method="DELETE")
         return results
 
 

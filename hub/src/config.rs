@@ -100,8 +100,10 @@ pub fn config(shared: &Shared, class: &Class) -> String {
          # up after 60 s and closing the channels its questions came on.\n\
          c.Spawner.args = ['--MultiKernelManager.default_kernel_name={kernel}',\n\
          \x20   '--MappingKernelManager.kernel_info_timeout=600']\n\
-         c.Spawner.start_timeout = 120\n\
-         c.Spawner.http_timeout = 120\n\
+         # Servers start with the CPU the class leaves idle: when a whole class starts at once\n\
+         # on two cores, the last ones take minutes (BENCHMARKS.md).\n\
+         c.Spawner.start_timeout = 600\n\
+         c.Spawner.http_timeout = 600\n\
          c.JupyterHub.services = [{{\n\
          \x20   'name': 'idle-culler',\n\
          \x20   'command': [sys.executable, '-m', 'jupyterhub_idle_culler', '--timeout={cull}'],\n\
