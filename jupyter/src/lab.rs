@@ -124,7 +124,10 @@ fn warm_lessons(cache: &Path, dir: &Path) -> Result<()> {
     let exe = std::env::current_exe()
         .map_err(|e| problem!("cannot find this binary: {}", io_text(&e)))?;
     let marker = cache.join("lessons-warm");
-    let key = lessons_key(&exe, dir);
+    // A folder without notebooks has nothing to warm.
+    let Some(key) = lessons_key(&exe, dir) else {
+        return Ok(());
+    };
     if fs::read_to_string(&marker).is_ok_and(|k| k == key) {
         return Ok(());
     }
@@ -154,8 +157,9 @@ fn warm_lessons(cache: &Path, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// What a warm replay depends on: this binary and each notebook (name, size, time).
-fn lessons_key(exe: &Path, dir: &Path) -> String {
+/// What a warm replay depends on: this binary and each notebook (name, size, time); `None`
+/// when `dir` holds no notebook.
+fn lessons_key(exe: &Path, dir: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let stamp = |path: &Path| {
         fs::metadata(path)
@@ -175,7 +179,7 @@ fn lessons_key(exe: &Path, dir: &Path) -> String {
             .iter()
             .map(|p| format!("{} {}", p.display(), stamp(p))),
     );
-    lines.join("\n") + "\n"
+    (!notebooks.is_empty()).then(|| lines.join("\n") + "\n")
 }
 
 /// Watches a server started in its own process group (after [`process::become_subreaper`]
