@@ -82,7 +82,7 @@ async def kernel_ready(ws, session, username, timeout=600):
             while not (replied and published):
                 raw = await asyncio.wait_for(ws.read_message(), timeout=2)
                 if raw is None:
-                    raise RuntimeError("the kernel's websocket closed")
+                    raise RuntimeError(f"{username}: the kernel's websocket closed")
                 msg = json.loads(raw)
                 if msg.get("parent_header", {}).get("msg_id") != msg_id:
                     continue
@@ -91,7 +91,7 @@ async def kernel_ready(ws, session, username, timeout=600):
             return
         except asyncio.TimeoutError:
             continue
-    raise RuntimeError(f"the kernel did not answer on both channels in {timeout} s")
+    raise RuntimeError(f"{username}: the kernel did not answer on both channels in {timeout} s")
 
 
 class Student:
