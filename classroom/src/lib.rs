@@ -98,8 +98,58 @@ pub fn parse<C: clap::Parser>() -> std::result::Result<C, ExitCode> {
             Err(ExitCode::SUCCESS)
         }
         Err(e) => {
-            error::warn(&error::one_line(&e.render().to_string()));
+            // clap answers a missing subcommand with the whole help, whose first line is only
+            // the description: say what is missing instead.
+            let line = (e.kind()
+                == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand)
+                .then(|| missing_subcommand(&C::command(), std::env::args_os().skip(1)))
+                .flatten()
+                .unwrap_or_else(|| error::one_line(&e.render().to_string()));
+            error::warn(&line);
             Err(ExitCode::from(EXIT_BAD_INPUT))
         }
     }
+}
+
+/// The line for a command line that stops before a subcommand: the deepest command that `args`
+/// names, and the subcommands it offers; `None` when that command has none.
+///
+/// ```
+/// use attention_lab_classroom::missing_subcommand;
+/// let cli = clap::Command::new("tool").subcommand(clap::Command::new("show"));
+/// assert_eq!(
+///     missing_subcommand(&cli, std::iter::empty::<&str>()).unwrap(),
+///     "error: tool: a subcommand is missing: show (tool --help says more)"
+/// );
+/// ```
+pub fn missing_subcommand<I, A>(cli: &clap::Command, args: I) -> Option<String>
+where
+    I: IntoIterator<Item = A>,
+    A: AsRef<std::ffi::OsStr>,
+{
+    let mut command = cli;
+    let mut path = vec![cli.get_name().to_string()];
+    for arg in args {
+        let Some(sub) = arg
+            .as_ref()
+            .to_str()
+            .and_then(|a| command.find_subcommand(a))
+        else {
+            continue;
+        };
+        path.push(sub.get_name().to_string());
+        command = sub;
+    }
+    let names: Vec<&str> = command
+        .get_subcommands()
+        .filter(|sub| !sub.is_hide_set())
+        .map(clap::Command::get_name)
+        .collect();
+    let path = path.join(" ");
+    (!names.is_empty()).then(|| {
+        format!(
+            "error: {path}: a subcommand is missing: {} ({path} --help says more)",
+            names.join(", ")
+        )
+    })
 }

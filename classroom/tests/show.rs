@@ -3,6 +3,7 @@
 
 mod tools_common;
 
+use std::path::Path;
 use tools_common::{assert_help_has_example, cases, data, fails, npy_declaring, run, usage_error};
 
 #[test]
@@ -179,5 +180,14 @@ fn show_reads_files_whose_names_are_not_utf8() {
     assert_eq!(
         String::from_utf8(out.stderr).unwrap(),
         "error: gone\u{fffd}.npy: cannot read: no such file\n"
+    );
+}
+
+#[test]
+fn a_missing_subcommand_is_named_with_the_choices() {
+    assert_eq!(
+        fails(Path::new("."), &[] as &[&str]),
+        "error: attention-lab-classroom: a subcommand is missing: show, solve, exercise, grade \
+         (attention-lab-classroom --help says more)"
     );
 }

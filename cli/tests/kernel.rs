@@ -143,3 +143,25 @@ fn serving_leaves_the_users_rust_kernelspec_byte_identical() {
     // Its build folder is a persistent one of ours, keyed by nothing (no session name).
     assert!(home.path().join("cache/evcxr-build/slot-0.lock").exists());
 }
+
+#[test]
+fn a_missing_subcommand_is_named_with_the_choices() {
+    let home = tempfile::tempdir().unwrap();
+    for (args, line) in [
+        (
+            &[][..],
+            "error: attention-lab: a subcommand is missing: replay, show, solve, exercise, grade, \
+             lab, hub, kernel, encode (attention-lab --help says more)\n",
+        ),
+        (
+            &["kernel"][..],
+            "error: attention-lab kernel: a subcommand is missing: install, uninstall, serve \
+             (attention-lab kernel --help says more)\n",
+        ),
+    ] {
+        let out = command(home.path()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), line, "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
