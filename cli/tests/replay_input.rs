@@ -183,3 +183,53 @@ fn a_malformed_evcxr_toml_is_named() {
         .expect("an error line");
     assert!(error.contains("evcxr.toml: TOML parse error"), "{error}");
 }
+
+/// A notebook with one Rust code cell.
+fn notebook_with(code: &str) -> String {
+    serde_json::json!({
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "rust", "language": "rust", "display_name": "Rust"}},
+        "cells": [
+            {"cell_type": "markdown", "id": "m1", "metadata": {}, "source": "# Deep"},
+            {"cell_type": "code", "id": "c1", "metadata": {}, "execution_count": null,
+             "outputs": [], "source": code},
+        ],
+    })
+    .to_string()
+}
+
+#[test]
+fn code_nested_too_deep_for_a_parser_is_one_line_not_an_abort() {
+    // Each aborted replay with a stack overflow (issue 30); a sum of 1,000,000 terms gave no
+    // answer within 120 s.
+    let dir = folder("deep");
+    let cases = [
+        (
+            "parens",
+            format!("let a = {}1{};", "(".repeat(10_000), ")".repeat(10_000)),
+        ),
+        (
+            "braces",
+            format!("{}{}", "{".repeat(100_000), "}".repeat(100_000)),
+        ),
+        (
+            "brackets",
+            format!("let a = {}1{};", "[".repeat(100_000), "]".repeat(100_000)),
+        ),
+        ("negations", format!("let a = {}1;", "-".repeat(100_000))),
+        ("sum", format!("let a = 1{};", "+1".repeat(30_000))),
+        ("long_sum", format!("let a = 1{};", "+1".repeat(1_000_000))),
+        ("calls", format!("let a = x{};", ".f()".repeat(100_000))),
+    ];
+    for (name, code) in &cases {
+        let file = format!("{name}.ipynb");
+        std::fs::write(dir.join(&file), notebook_with(code)).unwrap();
+        assert_eq!(
+            one_line_error(&dir, &[&file]),
+            format!(
+                "error: {file}: code cell 1 nests deeper than 1000 levels (brackets, operators or \
+                 calls in a row); replay reads at most 1000"
+            )
+        );
+    }
+}

@@ -5,6 +5,7 @@ use attention_lab_io::error::{io_text, print, warn, Error, Result};
 use attention_lab_io::problem;
 mod batch;
 pub mod compare;
+pub mod depth;
 pub mod engine;
 pub mod launch;
 pub mod notebook;
@@ -247,7 +248,9 @@ fn read_inputs(cwd: &Path, paths: &[PathBuf]) -> Result<Vec<Input>> {
         let bytes = std::fs::read(&absolute).map_err(|error| Error::io(&display, "read", error))?;
         let (original, parsed) = match String::from_utf8(bytes) {
             Ok(text) => {
-                let parsed = Notebook::parse(&text);
+                // A cell too deep for a parser's stack is bad input, found before any engine.
+                let parsed = Notebook::parse(&text)
+                    .and_then(|notebook| depth::check(&notebook).map(|()| notebook));
                 (text, parsed)
             }
             Err(_) => (String::new(), Err(Error::from("not UTF-8 text"))),
