@@ -1,9 +1,10 @@
 //! `attention-lab encode`: texts through the real model, as JSON a teacher can load anywhere
 //! (tokens, ids, every head's weights, the sentence embedding), and each layer's heads drawn.
 
+use std::io::Write;
 use std::path::PathBuf;
 
-use attention_lab_io::error::{print, write_file, Error, Result};
+use attention_lab_io::error::{print, Error, Result};
 use attention_lab_plot::heads_grid;
 use clap::Args;
 use serde::Serialize;
@@ -73,58 +74,84 @@ impl<'a> Record<'a> {
     }
 }
 
-/// Runs `encode`; returns the exit status.
+/// Runs `encode`; returns the exit status. Each text is encoded, drawn and written before the
+/// next is encoded, so memory holds one text's model state however many texts there are.
 ///
 /// # Errors
 /// A model folder that is missing or corrupt (one line naming the file and the tensor or
-/// setting); an SVG folder or JSON file that cannot be written; a failing stdout.
+/// setting); a text the tokenizer refuses (found before anything is written); an SVG folder or
+/// JSON file that cannot be written (the JSON file is replaced whole or not at all); a failing
+/// stdout.
 pub fn run(args: EncodeArgs) -> Result<u8> {
     let model = match &args.model {
         Some(dir) => Model::load(dir),
         None => Model::installed(),
     }
     .map_err(|e| Error::Input(e.to_string()))?;
-    let encoded = args
-        .texts
-        .iter()
-        .map(|text| model.encode(text).map_err(|e| Error::Input(e.to_string())))
-        .collect::<Result<Vec<_>>>()?;
-    // Everything is computed before anything is written, so a bad text writes nothing.
+    // Tokenising is cheap: every text is checked before one is written.
+    for text in &args.texts {
+        model
+            .tokenizer()
+            .encode(text)
+            .map_err(|e| Error::Input(e.to_string()))?;
+    }
     if let Some(dir) = &args.svg {
-        draw(dir, &encoded)?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display(), "create", e))?;
     }
-    let records: Vec<Record<'_>> = args
-        .texts
-        .iter()
-        .zip(&encoded)
-        .map(|(t, e)| Record::new(t, e))
-        .collect();
-    let json = if records.len() == 1 {
-        serde_json::to_string(&records[0])
-    } else {
-        serde_json::to_string(&records)
-    }
-    .expect("numbers, strings and lists always serialise")
-        + "\n";
+    let stream = |write: &mut dyn FnMut(&str) -> Result<()>| -> Result<()> {
+        let several = args.texts.len() > 1;
+        if several {
+            write("[")?;
+        }
+        for (t, text) in args.texts.iter().enumerate() {
+            let encoded = model
+                .encode(text)
+                .map_err(|e| Error::Input(e.to_string()))?;
+            if let Some(dir) = &args.svg {
+                draw(dir, t + 1, &encoded)?;
+            }
+            let json = serde_json::to_string(&Record::new(text, &encoded))
+                .expect("numbers, strings and lists always serialise");
+            write(&if t > 0 { format!(",{json}") } else { json })?;
+        }
+        write(if several { "]\n" } else { "\n" })
+    };
     match &args.json {
-        Some(path) => write_file(path, json.as_bytes())?,
-        None => print(&json)?,
+        None => stream(&mut |text| print(text))?,
+        Some(path) => {
+            // write_with keeps the old file when filling fails; the failure's own error is kept
+            // here, to be reported as it is.
+            let mut failure = None;
+            let written = attention_lab_io::write_with(path, |file| {
+                stream(&mut |text| {
+                    file.write_all(text.as_bytes())
+                        .map_err(|e| Error::io(path.display(), "write", e))
+                })
+                .map_err(|error| {
+                    let io = std::io::Error::other(error.to_string());
+                    failure = Some(error);
+                    io
+                })
+            });
+            match (failure, written) {
+                (Some(error), _) => return Err(error),
+                (None, Err(e)) => return Err(Error::io(path.display(), "write", e)),
+                (None, Ok(())) => {}
+            }
+        }
     }
     Ok(0)
 }
 
-/// Each layer's heads, one SVG per text and layer.
-fn draw(dir: &std::path::Path, encoded: &[Encoded]) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display(), "create", e))?;
-    for (t, text) in encoded.iter().enumerate() {
-        for (l, layer) in text.output.layers.iter().enumerate() {
-            let path = dir.join(format!("text{}-layer{l}.svg", t + 1));
-            let labels: Vec<&str> = text.tokens.tokens.iter().map(String::as_str).collect();
-            heads_grid(&layer.attention, &labels)
-                .title(&format!("text {}, layer {l}", t + 1))
-                .save_svg(&path)
-                .map_err(|e| Error::Input(e.to_string()))?;
-        }
+/// Text number `number`'s layers, one SVG each.
+fn draw(dir: &std::path::Path, number: usize, encoded: &Encoded) -> Result<()> {
+    let labels: Vec<&str> = encoded.tokens.tokens.iter().map(String::as_str).collect();
+    for (l, layer) in encoded.output.layers.iter().enumerate() {
+        let path = dir.join(format!("text{number}-layer{l}.svg"));
+        heads_grid(&layer.attention, &labels)
+            .title(&format!("text {number}, layer {l}"))
+            .save_svg(&path)
+            .map_err(|e| Error::Input(e.to_string()))?;
     }
     Ok(())
 }
