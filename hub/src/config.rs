@@ -3,6 +3,7 @@
 use crate::limits::MemoryGroups;
 use crate::shared::Shared;
 use attention_lab_jupyter::kernel::KERNEL_NAME;
+use attention_lab_jupyter::priority;
 
 /// What the config needs beyond the shared folder.
 #[derive(Debug, Clone)]
@@ -61,7 +62,7 @@ pub fn config(shared: &Shared, class: &Class) -> String {
                     .replace("@PARENT@", &parent)
                     .replace("@FILE@", &file)
                     .replace("@BYTES@", &bytes)
-                    .replace("@NICE@", &START_NICE.to_string())
+                    .replace("@NICE@", &priority::START_NICE.to_string())
             )
         }
     };
@@ -126,17 +127,13 @@ pub fn config(shared: &Shared, class: &Class) -> String {
     )
 }
 
-/// The niceness a student's server and kernels start at: they take only the CPU that the
-/// students already working leave idle, until they serve (see `attention_lab_jupyter::priority`).
-pub const START_NICE: i32 = 19;
-
 /// LocalProcessSpawner for a class:
 /// - each student's server is made in that student's memory group when there is one (the
 ///   group made, and its limit written, by the hub as root before the fork; the child joins
 ///   it before it drops to the student). Its kernels and their compiles are the server's
 ///   children, so they count against the same limit: past it, the kernel's OOM killer ends
 ///   one of them;
-/// - it starts at the niceness [`START_NICE`], its session too (Linux shares the CPU between
+/// - it starts at the niceness [`START_NICE`](attention_lab_jupyter::priority::START_NICE), its session too (Linux shares the CPU between
 ///   sessions first, and the server is one), and is given the normal priority back (by the
 ///   hub, as root) once it answers on its port: a class whose servers all start in the same
 ///   minute then starts them with what the students already working leave idle.

@@ -148,6 +148,9 @@ pub fn run(args: HubArgs) -> Result<u8> {
     }
     let shared = Shared::new(&args.dir);
     shared::prepare(&shared, &args.notebooks)?;
+    // nbgrader's settings go into the venv that `prepare` made (grading reads `Shared`, so
+    // `shared` may not call it).
+    grading::prepare(&shared)?;
     let mut made = Vec::new();
     let mut class_uids = Vec::new();
     if args.single_user_demo {

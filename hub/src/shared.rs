@@ -131,7 +131,7 @@ impl Shared {
             "EVCXR_CONFIG_DIR": self.evcxr_config(),
             // Kernels start with what students already working leave idle; the hub gives
             // them the normal priority back once started (attention_lab_jupyter::priority).
-            attention_lab_jupyter::priority::START_NICE_VAR: crate::config::START_NICE.to_string(),
+            attention_lab_jupyter::priority::START_NICE_VAR: attention_lab_jupyter::priority::START_NICE.to_string(),
             // A cell the shared cache does not hold compiles with the CPU others leave idle.
             attention_lab_cells::COMPILE_NICE_VAR: "10",
         });
@@ -171,7 +171,6 @@ pub fn prepare(shared: &Shared, notebooks: &Path) -> Result<()> {
     fs::set_permissions(&state, fs::Permissions::from_mode(0o700))
         .map_err(|e| Error::io(state.display(), "set the mode of", e))?;
     venv(shared)?;
-    crate::grading::prepare(shared)?;
     proxy(shared)?;
     toolchain(shared)?;
     copy_tree(repo, &shared.src(), &|p| !skipped_in_source(p))?;

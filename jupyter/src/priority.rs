@@ -18,6 +18,14 @@ use std::time::{Duration, Instant};
 /// The niceness a kernel starts at (`19`: only idle CPU); unset, kernels start as usual.
 pub const START_NICE_VAR: &str = "ATTENTION_LAB_START_NICE";
 
+/// The niceness a hub starts students' servers and kernels at: they take only the CPU that the
+/// students already working leave idle, until they serve.
+///
+/// ```
+/// assert_eq!(attention_lab_jupyter::priority::START_NICE, 19);
+/// ```
+pub const START_NICE: i32 = 19;
+
 /// How long a kernel's process group must stay idle to count as started.
 const IDLE: Duration = Duration::from_millis(300);
 /// After this long a kernel gets the normal priority back whatever it is doing.
