@@ -1,0 +1,261 @@
+//! A sheet's key and a student's submission, as `grade` reads them.
+
+use crate::matrices::{matrix, matrix_from_json};
+use crate::problem::Problem;
+use attention_lab::prelude::{HeadOutput, Mask, MultiHeadOutput};
+use attention_lab_io::error::{Error, Result};
+use attention_lab_io::problem;
+use serde_json::Value;
+use std::path::Path;
+
+use super::M;
+
+/// One sheet's key: the given matrices and the decimals the answers are asked in.
+#[derive(Debug, Clone)]
+pub struct Key {
+    /// The student's id.
+    pub student: String,
+    /// The student's name, possibly empty.
+    pub name: String,
+    /// Decimals of the answers (the tolerance is `10^-precision`).
+    pub precision: usize,
+    /// The input.
+    pub x: M,
+    /// Per head projections.
+    pub wq: Vec<M>,
+    /// Per head.
+    pub wk: Vec<M>,
+    /// Per head.
+    pub wv: Vec<M>,
+    /// Output projection.
+    pub wo: M,
+    /// A masked sheet's mask, the matrix added to the scores (`"mask"` in the key).
+    pub mask: Option<M>,
+}
+
+/// A field of a JSON object, named in the error.
+fn field<'a>(obj: &'a Value, name: &str) -> Result<&'a Value> {
+    obj.get(name)
+        .ok_or_else(|| problem!("\"{name}\" is missing"))
+}
+
+fn json_matrix_field(obj: &Value, name: &str) -> Result<M> {
+    matrix_from_json(field(obj, name)?).map_err(|e| problem!("\"{name}\": {e}"))
+}
+
+fn json_matrices_field(obj: &Value, name: &str) -> Result<Vec<M>> {
+    field(obj, name)?
+        .as_array()
+        .ok_or_else(|| problem!("\"{name}\": expected a list of matrices, one per head"))?
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            matrix_from_json(m).map_err(|e| problem!("\"{name}\" of head {}: {e}", i + 1))
+        })
+        .collect()
+}
+
+impl Key {
+    /// Parses a key written by `exercise --roster`.
+    ///
+    /// # Errors
+    /// What is missing or wrong in the JSON.
+    pub fn parse(text: &str) -> Result<Key> {
+        let json: Value = serde_json::from_str(text).map_err(|e| problem!("invalid JSON: {e}"))?;
+        let text_of = |name: &str| -> Result<String> {
+            Ok(field(&json, name)?
+                .as_str()
+                .ok_or_else(|| problem!("\"{name}\" is not a string"))?
+                .to_string())
+        };
+        let precision = field(&json, "precision")?
+            .as_u64()
+            .filter(|&p| p <= 16)
+            .ok_or("\"precision\" is not a whole number from 0 to 16")?
+            as usize;
+        let key = Key {
+            student: text_of("student")?,
+            name: text_of("name")?,
+            precision,
+            x: json_matrix_field(&json, "x")?,
+            wq: json_matrices_field(&json, "wq")?,
+            wk: json_matrices_field(&json, "wk")?,
+            wv: json_matrices_field(&json, "wv")?,
+            wo: json_matrix_field(&json, "wo")?,
+            mask: json
+                .get("mask")
+                .map(|_| json_matrix_field(&json, "mask"))
+                .transpose()?,
+        };
+        key.solution()?;
+        Ok(key)
+    }
+
+    /// The key's answers, as `solve` computes them.
+    ///
+    /// # Errors
+    /// The library's shape message when the key's matrices do not fit together.
+    pub fn solution(&self) -> Result<MultiHeadOutput> {
+        Problem {
+            x: self.x.clone(),
+            wq: self.wq.clone(),
+            wk: self.wk.clone(),
+            wv: self.wv.clone(),
+            wo: self.wo.clone(),
+            mask: self.mask.clone().map(Mask::additive_from),
+        }
+        .solution()
+    }
+}
+
+/// A student's submission, in the solution's layout.
+#[derive(Debug, Clone)]
+pub struct Submission {
+    /// The student's id (the JSON's `"student"`, else the file or folder name).
+    pub student: String,
+    /// The answers.
+    pub answers: MultiHeadOutput,
+}
+
+/// The names of a head's six matrices in a submission (JSON keys; `NAME_i.npy` files).
+const HEAD_FIELDS: [&str; 6] = ["q", "k", "v", "scores", "weights", "z"];
+
+fn head_from(mut ms: Vec<M>) -> HeadOutput {
+    let z = ms.pop().expect("six");
+    let weights = ms.pop().expect("six");
+    let scores = ms.pop().expect("six");
+    let v = ms.pop().expect("six");
+    let k = ms.pop().expect("six");
+    let q = ms.pop().expect("six");
+    HeadOutput {
+        q,
+        k,
+        v,
+        scores,
+        weights,
+        z,
+    }
+}
+
+/// The file stem of `path`, as a student id.
+pub(super) fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+impl Submission {
+    /// Parses a JSON submission; `fallback_id` names the student when it has no `"student"`.
+    ///
+    /// # Errors
+    /// What is missing or not a matrix of numbers.
+    pub fn parse_json(text: &str, fallback_id: &str) -> Result<Submission> {
+        let json: Value = serde_json::from_str(text).map_err(|e| problem!("invalid JSON: {e}"))?;
+        let student = match json.get("student") {
+            None => fallback_id.to_string(),
+            Some(v) => v.as_str().ok_or("\"student\" is not a string")?.to_string(),
+        };
+        let heads = field(&json, "heads")?
+            .as_array()
+            .ok_or("\"heads\": expected a list, one object per head")?
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                HEAD_FIELDS
+                    .iter()
+                    .map(|f| json_matrix_field(h, f).map_err(|e| problem!("head {}: {e}", i + 1)))
+                    .collect::<Result<Vec<M>>>()
+                    .map(head_from)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Submission {
+            student,
+            answers: MultiHeadOutput {
+                heads,
+                concat: json_matrix_field(&json, "concat")?,
+                output: Some(json_matrix_field(&json, "output")?),
+            },
+        })
+    }
+
+    /// Reads a folder of .npy files: `q_1.npy` ... `z_H.npy` for each head, `concat.npy` and
+    /// `output.npy`; the folder's name is the student's id.
+    ///
+    /// # Errors
+    /// The first file that is missing or not a 2-D matrix.
+    pub fn read_npy_dir(dir: &Path) -> Result<Submission> {
+        let read = |name: &str| -> Result<M> {
+            let path = dir.join(format!("{name}.npy"));
+            if !path.exists() {
+                return Err(problem!("{name}.npy is missing"));
+            }
+            matrix(name, &path.to_string_lossy()).map_err(|e| {
+                // The flag-like prefix is the file's own name; keep the message short.
+                let text = e.to_string();
+                Error::Input(
+                    text.strip_prefix(&format!("{name}: "))
+                        .unwrap_or(&text)
+                        .to_string(),
+                )
+            })
+        };
+        let mut heads = Vec::new();
+        for i in 1.. {
+            if !dir.join(format!("q_{i}.npy")).exists() && i > 1 {
+                break;
+            }
+            let ms = HEAD_FIELDS
+                .iter()
+                .map(|f| read(&format!("{f}_{i}")))
+                .collect::<Result<Vec<M>>>()?;
+            heads.push(head_from(ms));
+        }
+        Ok(Submission {
+            student: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            answers: MultiHeadOutput {
+                heads,
+                concat: read("concat")?,
+                output: Some(read("output")?),
+            },
+        })
+    }
+
+    /// Every matrix's shape agrees with the key's solution.
+    ///
+    /// # Errors
+    /// The first matrix whose shape differs, or a different number of heads.
+    pub fn check_shapes(&self, solution: &MultiHeadOutput) -> Result<()> {
+        let (mine, want) = (&self.answers, solution);
+        if mine.heads.len() != want.heads.len() {
+            return Err(problem!(
+                "{} heads answered, the sheet has {}",
+                mine.heads.len(),
+                want.heads.len()
+            ));
+        }
+        let shape = |m: &M| format!("({}, {})", m.nrows(), m.ncols());
+        let mut pairs: Vec<(String, &M, &M)> = Vec::new();
+        for (i, (h, w)) in mine.heads.iter().zip(&want.heads).enumerate() {
+            let a = [&h.q, &h.k, &h.v, &h.scores, &h.weights, &h.z];
+            let b = [&w.q, &w.k, &w.v, &w.scores, &w.weights, &w.z];
+            for (n, name) in HEAD_FIELDS.iter().enumerate() {
+                pairs.push((format!("head {}: \"{name}\"", i + 1), a[n], b[n]));
+            }
+        }
+        pairs.push(("\"concat\"".into(), &mine.concat, &want.concat));
+        pairs.push(("\"output\"".into(), mine.result(), want.result()));
+        for (name, a, b) in pairs {
+            if a.dim() != b.dim() {
+                return Err(problem!(
+                    "{name} has shape {}, the sheet's is {}",
+                    shape(a),
+                    shape(b)
+                ));
+            }
+        }
+        Ok(())
+    }
+}

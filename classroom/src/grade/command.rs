@@ -1,0 +1,333 @@
+//! The `grade` command: keys and submissions found, each graded, the gradebook written.
+
+use crate::student::safe_id;
+use attention_lab_io::error::{io_problem, warn, write_file, Error, Result, EXIT_CHECK_FAILED};
+use attention_lab_io::problem;
+use clap::Args;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::answers::{stem, Key, Submission};
+use super::mark::{grade, Mark};
+use super::report::{feedback, mistake_codes, part_columns, part_points, points};
+
+/// Arguments of `attention-lab grade`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example (a class made with exercise --roster roster.csv --out class):\n  \
+    attention-lab grade --key class/keys --answers submissions/ --out marks\n\n\
+    KEY is one key (.json, from exercise --roster) or the folder of a class's keys, found by\n\
+    student id. PATH is a submission (ID.json, or a folder ID/ of .npy files) or a folder of\n\
+    them. With --out, DIR/gradebook.csv has one row per student and one column per part, and\n\
+    DIR/feedback/ID.txt a short text for each student. Exit status: 0 when every submission\n\
+    was graded, 1 when some could not be (each is reported in one line), 2 for bad arguments."
+)]
+pub struct GradeArgs {
+    /// The key of one sheet (ID.json) or a folder of keys, one per student id.
+    #[arg(long, value_name = "KEY")]
+    pub key: PathBuf,
+    /// Submissions: ID.json files, ID/ folders of .npy files, or folders holding them.
+    #[arg(long, value_name = "PATH", required = true, num_args = 1..)]
+    pub answers: Vec<PathBuf>,
+    /// Write DIR/gradebook.csv and DIR/feedback/ID.txt (DIR is created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// The keys to grade with: one for everybody, or a folder of `ID.json`.
+enum Keys {
+    One(Box<Key>),
+    Folder(PathBuf),
+}
+
+impl Keys {
+    fn open(path: &Path) -> Result<Keys> {
+        if path.is_dir() {
+            return Ok(Keys::Folder(path.to_path_buf()));
+        }
+        read_key(path).map(|k| Keys::One(Box::new(k)))
+    }
+
+    fn for_student(&self, id: &str) -> Result<Key> {
+        match self {
+            Keys::One(key) => Ok((**key).clone()),
+            Keys::Folder(dir) => {
+                let path = dir.join(format!("{id}.json"));
+                if !path.is_file() {
+                    return Err(problem!("no key for student {id:?} in {}", dir.display()));
+                }
+                read_key(&path)
+            }
+        }
+    }
+}
+
+fn read_key(path: &Path) -> Result<Key> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(&shown, "read", e))?;
+    Key::parse(&text).map_err(|e| Error::at(&shown, e))
+}
+
+/// One submission found under a PATH, not yet read.
+enum Found {
+    Json(PathBuf),
+    NpyDir(PathBuf),
+}
+
+impl Found {
+    fn path(&self) -> &Path {
+        match self {
+            Found::Json(p) | Found::NpyDir(p) => p,
+        }
+    }
+
+    fn read(&self) -> Result<Submission> {
+        match self {
+            Found::Json(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| io_problem("read", &e))?;
+                Submission::parse_json(&text, &stem(path))
+            }
+            Found::NpyDir(dir) => Submission::read_npy_dir(dir),
+        }
+    }
+}
+
+fn has_npy(dir: &Path) -> bool {
+    dir.join("q_1.npy").exists()
+}
+
+/// The submissions under `path`, in name order: a file, an .npy folder, or a folder of them.
+fn find(path: &Path) -> Vec<Found> {
+    if !path.is_dir() {
+        return vec![Found::Json(path.to_path_buf())];
+    }
+    if has_npy(path) {
+        return vec![Found::NpyDir(path.to_path_buf())];
+    }
+    let mut entries: Vec<PathBuf> = match std::fs::read_dir(path) {
+        Ok(rd) => rd.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+        Err(_) => return vec![Found::Json(path.to_path_buf())],
+    };
+    entries.sort();
+    entries
+        .into_iter()
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .filter_map(|p| {
+            if p.is_dir() {
+                Some(Found::NpyDir(p))
+            } else if p.extension().is_some_and(|e| e == "json") {
+                Some(Found::Json(p))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// One student's outcome.
+struct Outcome {
+    student: String,
+    name: String,
+    heads: usize,
+    result: Result<Vec<Mark>>,
+    key: Option<Key>,
+}
+
+fn grade_one(keys: &Keys, found: &Found) -> Outcome {
+    let fallback = match found {
+        Found::Json(p) => stem(p),
+        Found::NpyDir(p) => p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let sub = match found.read() {
+        Ok(sub) => sub,
+        Err(e) => {
+            // The gradebook still shows the student's name when the key is there.
+            let name = keys
+                .for_student(&fallback)
+                .map(|k| k.name)
+                .unwrap_or_default();
+            return Outcome {
+                student: fallback,
+                name,
+                heads: 0,
+                result: Err(e),
+                key: None,
+            };
+        }
+    };
+    // The id names files (a key, a feedback text): only plain ids are taken.
+    let key = match Some(&sub.student)
+        .filter(|id| safe_id(id))
+        .ok_or_else(|| {
+            problem!(
+                "the student id {:?} may only hold letters, digits, '-', '_' and '.'",
+                sub.student
+            )
+        })
+        .and_then(|id| keys.for_student(id))
+    {
+        Ok(key) => key,
+        Err(e) => {
+            return Outcome {
+                student: sub.student,
+                name: String::new(),
+                heads: 0,
+                result: Err(e),
+                key: None,
+            }
+        }
+    };
+    // One key for a whole class carries one student's name: show names only from own keys.
+    let name = if key.student == sub.student {
+        key.name.clone()
+    } else {
+        String::new()
+    };
+    Outcome {
+        student: sub.student.clone(),
+        name,
+        heads: key.wq.len(),
+        result: grade(&key, &sub),
+        key: Some(key),
+    }
+}
+
+/// The gradebook: `student,name,a1..,b1..,c,d,total,max,mistakes`.
+fn gradebook(outcomes: &[Outcome]) -> Result<String> {
+    let heads = outcomes.iter().map(|o| o.heads).max().unwrap_or(0);
+    let columns = part_columns(heads);
+    let mut csv = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    let mut header = vec!["student".to_string(), "name".to_string()];
+    header.extend(columns.iter().cloned());
+    header.extend(["total", "max", "mistakes"].map(String::from));
+    csv.write_record(&header)
+        .map_err(|e| Error::Input(e.to_string()))?;
+    for o in outcomes {
+        let mut row = vec![o.student.clone(), o.name.clone()];
+        match &o.result {
+            Ok(marks) => {
+                let got = part_points(marks, &columns);
+                let mine = part_columns(o.heads);
+                row.extend(columns.iter().zip(&got).map(|(c, &g)| {
+                    if mine.contains(c) {
+                        points(g)
+                    } else {
+                        String::new()
+                    }
+                }));
+                row.push(points(marks.iter().map(|m| m.verdict.points()).sum()));
+                row.push(marks.len().to_string());
+                row.push(mistake_codes(marks));
+            }
+            Err(_) => {
+                row.extend(columns.iter().map(|_| String::new()));
+                row.extend([String::new(), String::new(), "not-graded".to_string()]);
+            }
+        }
+        csv.write_record(&row)
+            .map_err(|e| Error::Input(e.to_string()))?;
+    }
+    let bytes = csv.into_inner().map_err(|e| Error::Input(e.to_string()))?;
+    String::from_utf8(bytes).map_err(|e| Error::Input(e.to_string()))
+}
+
+/// Runs `grade`; returns the exit status: 0 every submission graded, 1 some could not be.
+///
+/// # Errors
+/// An unreadable key, no submissions, an output file that cannot be written, a failing stdout.
+pub fn run(args: GradeArgs) -> Result<u8> {
+    let keys = Keys::open(&args.key).map_err(|e| Error::at("--key", e))?;
+    let found: Vec<Found> = args.answers.iter().flat_map(|p| find(p)).collect();
+    if found.is_empty() {
+        return Err(Error::at(
+            "--answers",
+            "no submissions found (ID.json files or ID/ folders of .npy files)",
+        ));
+    }
+    let mut outcomes: Vec<Outcome> = found.iter().map(|f| grade_one(&keys, f)).collect();
+    // A second submission for the same student is not graded: say so rather than guess.
+    let mut seen = std::collections::BTreeSet::new();
+    for (o, f) in outcomes.iter_mut().zip(&found) {
+        if o.result.is_ok() && !seen.insert(o.student.clone()) {
+            o.result = Err(problem!(
+                "a second submission for student {:?} ({})",
+                o.student,
+                f.path().display()
+            ));
+        }
+    }
+    let mut failed = false;
+    let mut stdout_error = None;
+    for (o, f) in outcomes.iter().zip(&found) {
+        match &o.result {
+            Ok(marks) => {
+                let total: f64 = marks.iter().map(|m| m.verdict.points()).sum();
+                let codes = mistake_codes(marks);
+                // A closed pipe (`grade ... | head`) ends the listing quietly; the files of
+                // --out are still written.
+                let line = writeln!(
+                    std::io::stdout(),
+                    "{}: {} of {}{}",
+                    o.student,
+                    points(total),
+                    marks.len(),
+                    if codes.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({codes})")
+                    }
+                );
+                if let Err(e) = line {
+                    stdout_error.get_or_insert(e);
+                }
+            }
+            Err(e) => {
+                failed = true;
+                warn(&format!(
+                    "error: {}: student {:?} not graded: {}",
+                    f.path().display(),
+                    o.student,
+                    e.to_string().replace(['\n', '\r'], " ")
+                ));
+            }
+        }
+    }
+    if let Some(out) = &args.out {
+        write_out(out, &outcomes)?;
+    }
+    if let Some(e) = stdout_error.filter(|e| e.kind() != std::io::ErrorKind::BrokenPipe) {
+        return Err(Error::Stdout(e));
+    }
+    Ok(if failed { EXIT_CHECK_FAILED } else { 0 })
+}
+
+fn write_out(out: &Path, outcomes: &[Outcome]) -> Result<()> {
+    let shown = out.display().to_string();
+    let feedback_dir = out.join("feedback");
+    std::fs::create_dir_all(&feedback_dir).map_err(|e| Error::io(&shown, "create", e))?;
+    let book = gradebook(outcomes).map_err(|e| Error::at(&shown, e))?;
+    let path = out.join("gradebook.csv");
+    write_file(&path, book.as_bytes())?;
+    for o in outcomes {
+        let text = match (&o.result, &o.key) {
+            (Ok(marks), Some(key)) => feedback(&o.student, &o.name, key, marks),
+            (Err(e), _) => format!("{}: not graded: {e}\n", o.student),
+            (Ok(_), None) => continue,
+        };
+        // Ids from submissions may hold anything; only plain ones name a file.
+        if !safe_id(&o.student) {
+            continue;
+        }
+        let path = feedback_dir.join(format!("{}.txt", o.student));
+        write_file(&path, text.as_bytes())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,29 @@
+//! `attention-lab grade`: marks students' answers against their keys, names the most likely
+//! mistake of each wrong answer, and carries errors forward with half credit.
+//!
+//! Every answer matrix is judged in the order a student works: per head Q, K, V (part a),
+//! the scores S, the weights A and Z (part b); then the concatenation (c) and Z W_O (d).
+//! A matrix is *right* when each of its numbers is within the tolerance `10^-P` of the key,
+//! P being the decimals the sheet asks for (`exercise --precision`, kept in the key): a
+//! correctly rounded answer is off by at most half of that. A wrong matrix is recomputed from
+//! the student's own earlier answers: when it agrees, the student did the step right on a
+//! wrong input and earns half the point ("carried forward"). Otherwise each mistake of
+//! [`Mistake`] is applied to the step (on the student's inputs and on the key's) and the
+//! first that reproduces the answer is named; when none does, the feedback says so.
+//!
+//! Modules: `answers` (a key and a submission, as read), `mark` (the judging of each matrix),
+//! `report` (points, columns and feedback from the marks) and `command` (the command: keys
+//! and submissions found, graded, written).
+
+mod answers;
+mod command;
+mod mark;
+mod report;
+
+pub use answers::{Key, Submission};
+pub use command::{run, GradeArgs};
+pub use mark::{grade, Mark, Mistake, Verdict};
+pub use report::{feedback, part_columns, part_points};
+
+/// A matrix of the sheet.
+type M = ndarray::Array2<f64>;
