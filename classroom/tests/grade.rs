@@ -102,6 +102,8 @@ enum Plant {
     NaiveSoftmax(usize),
     HeadOrder,
     WoWrongSide,
+    /// The concatenation handed in as the output.
+    NoWo,
     RoundScores(usize),
     OffQ(usize),
     /// Every matrix rounded to this many decimals as soon as it is computed, and used so.
@@ -165,10 +167,10 @@ fn work(key: &Key, plant: Plant) -> MultiHeadOutput {
         zs.reverse();
     }
     let concat = r(concatenate(Axis(1), &zs).unwrap());
-    let output = r(if plant == Plant::WoWrongSide {
-        key.wo.dot(&concat)
-    } else {
-        concat.dot(&key.wo)
+    let output = r(match plant {
+        Plant::WoWrongSide => key.wo.dot(&concat),
+        Plant::NoWo => concat.clone(),
+        _ => concat.dot(&key.wo),
     });
     MultiHeadOutput {
         heads,
@@ -223,7 +225,7 @@ fn hand_in_one(
 #[test]
 fn each_planted_mistake_is_named() {
     let default: &[&str] = &[];
-    let cases: [(Plant, &str, &[&str], &str); 9] = [
+    let cases: [(Plant, &str, &[&str], &str); 10] = [
         (
             Plant::NoSqrtDk(0),
             "S_1:no-sqrt-dk",
@@ -273,6 +275,14 @@ fn each_planted_mistake_is_named() {
             "W_O was multiplied on the wrong side",
         ),
         (
+            // The sheet's output is (tokens, 4), the concatenation (tokens, 6): the shape alone
+            // once refused the whole submission.
+            Plant::NoWo,
+            "ZW_O:no-wo",
+            default,
+            "W_O was not applied",
+        ),
+        (
             Plant::RoundScores(0),
             "S_1:early-rounding",
             default,
@@ -301,7 +311,7 @@ fn each_planted_mistake_is_named() {
         }
         let (marks, feedback) = hand_in_one(&dir, &answers, code, words);
         // Every step after the mistake was done right on the wrong numbers: half credit.
-        if plant != Plant::WoWrongSide {
+        if plant != Plant::WoWrongSide && plant != Plant::NoWo {
             assert!(
                 feedback.contains("carried forward"),
                 "{plant:?}: {feedback}"

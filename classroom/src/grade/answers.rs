@@ -223,7 +223,9 @@ impl Submission {
         })
     }
 
-    /// Every matrix's shape agrees with the key's solution.
+    /// Every matrix's shape agrees with the key's solution, but the output's: an output of
+    /// another shape is judged (wrong), not refused, so that the parts before it keep their
+    /// marks and a concatenation handed in as the output is named (W_O not applied).
     ///
     /// # Errors
     /// The first matrix whose shape differs, or a different number of heads.
@@ -246,7 +248,6 @@ impl Submission {
             }
         }
         pairs.push(("\"concat\"".into(), &mine.concat, &want.concat));
-        pairs.push(("\"output\"".into(), mine.result(), want.result()));
         for (name, a, b) in pairs {
             if a.dim() != b.dim() {
                 return Err(problem!(

@@ -28,6 +28,8 @@ pub enum Mistake {
     HeadOrder,
     /// `W_O Z` instead of `Z W_O`.
     WoWrongSide,
+    /// The concatenation `Z` handed in as the output: `W_O` not applied.
+    NoOutputProjection,
     /// Numbers rounded to fewer decimals than the sheet asks, before or at this step.
     EarlyRounding(usize),
     /// On a masked sheet, the scores without the mask added: a blocked key keeps its score.
@@ -46,6 +48,7 @@ impl Mistake {
             Mistake::NaiveSoftmax => "naive-softmax",
             Mistake::HeadOrder => "head-order",
             Mistake::WoWrongSide => "wo-wrong-side",
+            Mistake::NoOutputProjection => "no-wo",
             Mistake::EarlyRounding(_) => "early-rounding",
             Mistake::ForgotMask => "forgot-mask",
         }
@@ -69,6 +72,9 @@ impl Mistake {
             Mistake::HeadOrder => "the heads were concatenated in the wrong order".into(),
             Mistake::WoWrongSide => {
                 "W_O was multiplied on the wrong side (W_O Z, not Z W_O)".into()
+            }
+            Mistake::NoOutputProjection => {
+                "W_O was not applied: the output handed in is the concatenation Z".into()
             }
             Mistake::EarlyRounding(d) => format!(
                 "numbers were rounded too early (to {d} decimal{})",
@@ -247,9 +253,12 @@ fn head_order(zs: &[&M], answer: &M) -> Option<M> {
 
 const CONCAT_MISTAKES: [(Mistake, MistakeFn); 1] = [(Mistake::HeadOrder, head_order)];
 
-const OUTPUT_MISTAKES: [(Mistake, MistakeFn); 1] = [(Mistake::WoWrongSide, |i, _| {
-    (i[1].ncols() == i[0].nrows()).then(|| i[1].dot(i[0]))
-})];
+const OUTPUT_MISTAKES: [(Mistake, MistakeFn); 2] = [
+    (Mistake::NoOutputProjection, |i, _| Some(i[0].clone())),
+    (Mistake::WoWrongSide, |i, _| {
+        (i[1].ncols() == i[0].nrows()).then(|| i[1].dot(i[0]))
+    }),
+];
 
 /// One step to judge.
 struct Check<'a> {
