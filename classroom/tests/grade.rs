@@ -472,6 +472,34 @@ fn write_npy_dir(folder: &Path, out: &MultiHeadOutput, decimals: Option<i32>) {
     save("output".into(), out.result());
 }
 
+/// Bo hands in Ann's correct answers as his own: graded against his sheet they earn little,
+/// and the listing and his feedback say whose sheet they fit.
+#[test]
+fn answers_that_fit_another_students_sheet_are_said_to() {
+    let dir = temp_dir("copied");
+    let class = make_class(&dir, "id\nann\nbo\n", "copy secret", &[]);
+    let (ann, _) = read_key(&class.join("keys/ann.json"));
+    attention_lab_io::write_answers(dir.join("bo.json"), "bo", &work(&ann, Plant::None)).unwrap();
+    let r = grade(&dir, "class/keys", &["bo.json"]);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.starts_with("bo: ")
+            && r.stdout.ends_with("; these answers fit the sheet of ann\n"),
+        "{}",
+        r.stdout
+    );
+    let feedback = std::fs::read_to_string(dir.join("marks/feedback/bo.txt")).unwrap();
+    assert!(
+        feedback.ends_with("These answers fit the sheet of ann, not this one.\n"),
+        "{feedback}"
+    );
+    // Ann's own answers fit her sheet: nothing is said.
+    attention_lab_io::write_answers(dir.join("ann.json"), "ann", &work(&ann, Plant::None)).unwrap();
+    let r = grade(&dir, "class/keys", &["ann.json"]);
+    assert_eq!(r.stdout, "ann: 14 of 14\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_correct_submission_gets_full_marks_as_json_and_as_npy() {
     let dir = temp_dir("correct");

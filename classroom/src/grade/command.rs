@@ -8,7 +8,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::answers::{stem, Key, Submission};
-use super::mark::{grade, Mark};
+use super::mark::{grade, Mark, Verdict};
 use super::report::{feedback, mistake_codes, part_columns, part_points, points};
 
 /// Arguments of `attention-lab grade`.
@@ -60,6 +60,41 @@ impl Keys {
             }
         }
     }
+}
+
+impl Keys {
+    /// Every key of a class's folder that can be read (none for one key): a submission that
+    /// misses its own sheet is tried against the others.
+    fn all(&self) -> Vec<Key> {
+        let Keys::Folder(dir) = self else {
+            return Vec::new();
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut keys: Vec<Key> = entries
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|e| e == "json"))
+            .filter_map(|path| read_key(&path).ok())
+            .collect();
+        keys.sort_by(|a, b| a.student.cmp(&b.student));
+        keys
+    }
+}
+
+/// The student whose sheet `sub`'s answers fit, every part right, when they do not fit the
+/// student's own: answers copied from a classmate.
+fn fits_another(sub: &Submission, own: &Key, marks: &[Mark], others: &[Key]) -> Option<String> {
+    let all_right = |marks: &[Mark]| marks.iter().all(|m| m.verdict == Verdict::Right);
+    if all_right(marks) {
+        return None;
+    }
+    others
+        .iter()
+        .filter(|key| key.student != own.student)
+        .find(|key| grade(key, sub).is_ok_and(|marks| all_right(&marks)))
+        .map(|key| key.student.clone())
 }
 
 fn read_key(path: &Path) -> Result<Key> {
@@ -134,9 +169,11 @@ struct Outcome {
     heads: usize,
     result: Result<Vec<Mark>>,
     key: Option<Key>,
+    /// Another student whose sheet these answers fit.
+    fits: Option<String>,
 }
 
-fn grade_one(keys: &Keys, found: &Found) -> Outcome {
+fn grade_one(keys: &Keys, others: &[Key], found: &Found) -> Outcome {
     let fallback = match found {
         Found::Json(p) => stem(p),
         Found::NpyDir(p) => p
@@ -158,6 +195,7 @@ fn grade_one(keys: &Keys, found: &Found) -> Outcome {
                 heads: 0,
                 result: Err(e),
                 key: None,
+                fits: None,
             };
         }
     };
@@ -180,6 +218,7 @@ fn grade_one(keys: &Keys, found: &Found) -> Outcome {
                 heads: 0,
                 result: Err(e),
                 key: None,
+                fits: None,
             }
         }
     };
@@ -189,12 +228,18 @@ fn grade_one(keys: &Keys, found: &Found) -> Outcome {
     } else {
         String::new()
     };
+    let result = grade(&key, &sub);
+    let fits = result
+        .as_ref()
+        .ok()
+        .and_then(|marks| fits_another(&sub, &key, marks, others));
     Outcome {
         student: sub.student.clone(),
         name,
         heads: key.wq.len(),
-        result: grade(&key, &sub),
+        result,
         key: Some(key),
+        fits,
     }
 }
 
@@ -252,7 +297,8 @@ pub fn run(args: GradeArgs) -> Result<u8> {
             "no submissions found (ID.json files or ID/ folders of .npy files)",
         ));
     }
-    let mut outcomes: Vec<Outcome> = found.iter().map(|f| grade_one(&keys, f)).collect();
+    let others = keys.all();
+    let mut outcomes: Vec<Outcome> = found.iter().map(|f| grade_one(&keys, &others, f)).collect();
     // A second submission for the same student is not graded: say so rather than guess.
     let mut seen = std::collections::BTreeSet::new();
     for (o, f) in outcomes.iter_mut().zip(&found) {
@@ -275,7 +321,7 @@ pub fn run(args: GradeArgs) -> Result<u8> {
                 // --out are still written.
                 let line = writeln!(
                     std::io::stdout(),
-                    "{}: {} of {}{}",
+                    "{}: {} of {}{}{}",
                     o.student,
                     points(total),
                     marks.len(),
@@ -283,7 +329,8 @@ pub fn run(args: GradeArgs) -> Result<u8> {
                         String::new()
                     } else {
                         format!(" ({codes})")
-                    }
+                    },
+                    fits_text(o)
                 );
                 if let Err(e) = line {
                     stdout_error.get_or_insert(e);
@@ -309,6 +356,14 @@ pub fn run(args: GradeArgs) -> Result<u8> {
     Ok(if failed { EXIT_CHECK_FAILED } else { 0 })
 }
 
+/// What the listing says of answers that fit another student's sheet.
+fn fits_text(o: &Outcome) -> String {
+    o.fits
+        .as_ref()
+        .map(|other| format!("; these answers fit the sheet of {other}"))
+        .unwrap_or_default()
+}
+
 fn write_out(out: &Path, outcomes: &[Outcome]) -> Result<()> {
     let shown = out.display().to_string();
     let feedback_dir = out.join("feedback");
@@ -318,7 +373,13 @@ fn write_out(out: &Path, outcomes: &[Outcome]) -> Result<()> {
     write_file(&path, book.as_bytes())?;
     for o in outcomes {
         let text = match (&o.result, &o.key) {
-            (Ok(marks), Some(key)) => feedback(&o.student, &o.name, key, marks),
+            (Ok(marks), Some(key)) => {
+                let mut text = feedback(&o.student, &o.name, key, marks);
+                if let Some(other) = &o.fits {
+                    text += &format!("These answers fit the sheet of {other}, not this one.\n");
+                }
+                text
+            }
             (Err(e), _) => format!("{}: not graded: {e}\n", o.student),
             (Ok(_), None) => continue,
         };
