@@ -24,7 +24,7 @@ pub mod shared;
 use accounts::{Account, Pick};
 use attention_lab_io::error::{print, warn, Error, Result};
 use attention_lab_io::problem;
-use attention_lab_jupyter::{lab, process};
+use attention_lab_jupyter::{build, process, supervise};
 use clap::Args;
 use shared::Shared;
 use std::net::{SocketAddr, TcpListener};
@@ -229,7 +229,7 @@ fn serve(shared: &Shared, config_file: &Path, addr: SocketAddr, handout: &str) -
             .process_group(0)
             .spawn()
             .map_err(|e| {
-                lab::stop_leftovers();
+                supervise::stop_leftovers();
                 problem!(
                     "cannot start JupyterHub: {}",
                     attention_lab_io::error::io_text(&e)
@@ -237,18 +237,18 @@ fn serve(shared: &Shared, config_file: &Path, addr: SocketAddr, handout: &str) -
             })
     };
     let mut child = start()?;
-    if let Some(code) = lab::await_server(&mut child, addr, "JupyterHub")? {
+    if let Some(code) = supervise::await_server(&mut child, addr, "JupyterHub")? {
         return Ok(code);
     }
     if let Err(e) = print(handout) {
-        lab::stop_server(&mut child, "JupyterHub");
+        supervise::stop_server(&mut child, "JupyterHub");
         return Err(e);
     }
     let mut crashes: Vec<Instant> = Vec::new();
     loop {
-        let code = match lab::watch(&mut child, "JupyterHub")? {
-            lab::Ended::Stopped(code) => return Ok(code),
-            lab::Ended::Exited(code) => code,
+        let code = match supervise::watch(&mut child, "JupyterHub")? {
+            supervise::Ended::Stopped(code) => return Ok(code),
+            supervise::Ended::Exited(code) => code,
         };
         crashes.retain(|t| t.elapsed() < RESTART_WINDOW);
         // Exit 0 is a teacher's "Shut down hub"; a crash loop is no class either.
@@ -261,7 +261,7 @@ fn serve(shared: &Shared, config_file: &Path, addr: SocketAddr, handout: &str) -
                     RESTART_WINDOW.as_secs()
                 ));
             }
-            lab::stop_leftovers();
+            supervise::stop_leftovers();
             return Ok(code);
         }
         crashes.push(Instant::now());
@@ -271,7 +271,7 @@ fn serve(shared: &Shared, config_file: &Path, addr: SocketAddr, handout: &str) -
              (students' servers keep running)"
         ));
         child = start()?;
-        if let Some(code) = lab::await_server(&mut child, addr, "JupyterHub")? {
+        if let Some(code) = supervise::await_server(&mut child, addr, "JupyterHub")? {
             return Ok(code);
         }
     }
@@ -346,16 +346,18 @@ fn seed_student(shared: &Shared, account: &Account) -> Result<()> {
     let cache = account.home.join(".cache");
     accounts::owned_dir(&cache, account)?;
     let warm = shared.warm();
-    let built = warm.join("attention-lab/replay-evcxr/slot-0");
+    // The warm replay ran with `warm` as its XDG cache folder, as a kernel runs with `~/.cache`.
+    let built = build::warm_build(&warm.join(attention_lab_io::cache::FOLDER));
     if built.is_dir() {
-        let ours = cache.join("attention-lab");
+        let ours = cache.join(attention_lab_io::cache::FOLDER);
         accounts::owned_dir(&ours, account)?;
-        accounts::owned_dir(&ours.join("evcxr-build"), account)?;
+        let builds = build::kernel_builds(&ours);
+        accounts::owned_dir(&builds, account)?;
         accounts::seed(
             &built,
-            &ours.join("evcxr-build/slot-0"),
+            &build::slot(&builds, 0),
             account,
-            &attention_lab_jupyter::build::build_pick,
+            &build::build_pick,
         )?;
     }
     let crates = warm.join("evcxr");

@@ -291,7 +291,7 @@ fn proxy(shared: &Shared) -> Result<()> {
         .arg(&dir)
         .arg(PROXY)
         .spawn()
-        .and_then(lab::run_step)
+        .and_then(attention_lab_jupyter::supervise::run_step)
         .map_err(|_| {
             problem!("npm not found: install Node.js and npm (e.g. apt install npm); JupyterHub's proxy {PROXY} comes from npm")
         })?;
@@ -624,7 +624,7 @@ fn warm(shared: &Shared) -> Result<()> {
         .env_remove(attention_lab_cells::SHARED_VAR);
     let status = command
         .spawn()
-        .and_then(lab::run_step)
+        .and_then(attention_lab_jupyter::supervise::run_step)
         .map_err(|e| problem!("cannot run {}: {}", shared.bin().display(), io_text(&e)))?;
     // 1: some stored output differs: the crates are compiled all the same.
     if status.code() == Some(2) || status.code().is_none() {

@@ -9,6 +9,13 @@ use crate::problem;
 /// Overrides the cache folder (`~/.cache/attention-lab`), e.g. for a fresh-machine test.
 pub const CACHE_VAR: &str = "ATTENTION_LAB_CACHE";
 
+/// The cache folder's name in an XDG cache folder (`$XDG_CACHE_HOME`, `~/.cache`).
+///
+/// ```
+/// assert_eq!(attention_lab_io::cache::FOLDER, "attention-lab");
+/// ```
+pub const FOLDER: &str = "attention-lab";
+
 /// The cache folder: `$ATTENTION_LAB_CACHE`, else `$XDG_CACHE_HOME/attention-lab`, else
 /// `~/.cache/attention-lab`.
 ///
@@ -26,9 +33,9 @@ pub fn cache_dir() -> Result<PathBuf> {
         return Ok(PathBuf::from(dir));
     }
     if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir).join("attention-lab"));
+        return Ok(PathBuf::from(dir).join(FOLDER));
     }
-    home().map(|h| h.join(".cache").join("attention-lab"))
+    home().map(|h| h.join(".cache").join(FOLDER))
 }
 
 /// The user's home folder, `$HOME`.

@@ -6,7 +6,54 @@
 
 use attention_lab_io::error::{Error, Result};
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The replay engine's evcxr build folders in the cache folder `cache`
+/// (`ATTENTION_LAB_CACHE`); the first, [`warm_build`], is the one a warm replay fills.
+///
+/// ```
+/// use attention_lab_jupyter::build::{replay_builds, slot, warm_build};
+/// use std::path::Path;
+/// assert_eq!(warm_build(Path::new("c")), slot(&replay_builds(Path::new("c")), 0));
+/// ```
+pub fn replay_builds(cache: &Path) -> PathBuf {
+    cache.join("replay-evcxr")
+}
+
+/// The kernels' evcxr build folders in the cache folder `cache`.
+///
+/// ```
+/// use attention_lab_jupyter::build::kernel_builds;
+/// assert!(kernel_builds(std::path::Path::new("c")).starts_with("c"));
+/// ```
+pub fn kernel_builds(cache: &Path) -> PathBuf {
+    cache.join("evcxr-build")
+}
+
+/// Shared build folder number `n` of a builds folder (as opposed to a notebook's own).
+///
+/// ```
+/// use attention_lab_jupyter::build::slot;
+/// assert_eq!(slot(std::path::Path::new("b"), 1), std::path::Path::new("b/slot-1"));
+/// ```
+pub fn slot(builds: &Path, n: usize) -> PathBuf {
+    builds.join(slot_name(n))
+}
+
+/// The name of shared build folder `n`.
+pub(crate) fn slot_name(n: usize) -> String {
+    format!("slot-{n}")
+}
+
+/// The build folder a warm replay of the lessons fills, from which new kernels' folders start.
+///
+/// ```
+/// use attention_lab_jupyter::build::warm_build;
+/// assert!(warm_build(std::path::Path::new("c")).starts_with("c"));
+/// ```
+pub fn warm_build(cache: &Path) -> PathBuf {
+    slot(&replay_builds(cache), 0)
+}
 
 /// What [`seed_tree`] does with an entry of the tree it copies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +169,7 @@ pub fn build_pick(path: &Path) -> Pick {
 ///
 /// ```
 /// let dir = tempfile::tempdir()?;
-/// let warm = dir.path().join("replay-evcxr/slot-0");
+/// let warm = attention_lab_jupyter::build::warm_build(dir.path());
 /// std::fs::create_dir_all(warm.join("target/debug/deps"))?;
 /// std::fs::write(warm.join("target/debug/deps/libndarray-1.rlib"), "compiled")?;
 /// let new = dir.path().join("evcxr-build/nb-000");

@@ -253,9 +253,10 @@ fn serve(control_file: &Path) -> Result<()> {
     let session = std::env::var("JPY_SESSION_NAME")
         .ok()
         .filter(|_| std::env::var_os(SLOTS_VAR).is_none());
-    let (build_dir, lock) = claim_build_dir(&cache.join("evcxr-build"), session.as_deref())?;
+    let (build_dir, lock) =
+        claim_build_dir(&crate::build::kernel_builds(&cache), session.as_deref())?;
     // A new folder starts with what `lab`'s (or any) replay of the lessons compiled.
-    crate::build::seed_from_warm(&cache.join("replay-evcxr").join("slot-0"), &build_dir);
+    crate::build::seed_from_warm(&crate::build::warm_build(&cache), &build_dir);
     // The lock lives as long as the kernel: keep its descriptor open across exec.
     // SAFETY: fcntl on a descriptor we own; clearing FD_CLOEXEC has no other effect.
     unsafe { libc::fcntl(lock.as_raw_fd(), libc::F_SETFD, 0) };
@@ -376,7 +377,7 @@ pub(crate) fn claim_build_dir(root: &Path, session: Option<&str>) -> Result<(Pat
     fs::create_dir_all(root).map_err(|e| Error::io(root.display(), "create", e))?;
     write_cell_profile(root)?;
     let named = session.map(|s| format!("nb-{}", slug(s)));
-    let slots = (0..64).map(|i| format!("slot-{i}"));
+    let slots = (0..64).map(crate::build::slot_name);
     for name in named.into_iter().chain(slots) {
         let lock_path = root.join(format!("{name}.lock"));
         let lock = fs::OpenOptions::new()

@@ -25,6 +25,8 @@ pub mod priority;
 pub mod process;
 #[cfg(feature = "evcxr")]
 pub mod replay;
+#[cfg(all(feature = "evcxr", unix))]
+pub mod supervise;
 #[cfg(feature = "evcxr")]
 pub mod wrapper;
 /// Without the `evcxr` feature (the fuzz targets' build, which would otherwise compile evcxr

@@ -248,7 +248,8 @@ fn keep_build_folder() -> Result<Option<(std::fs::File, PathBuf)>> {
     #[cfg(unix)]
     {
         let cache = crate::kernel::cache_dir()?;
-        let (folder, lock) = crate::kernel::claim_build_dir(&cache.join("replay-evcxr"), None)?;
+        let (folder, lock) =
+            crate::kernel::claim_build_dir(&crate::build::replay_builds(&cache), None)?;
         // evcxr reads its build folder from the environment when the context is made; the
         // replay makes one context at a time, before its threads read the environment.
         std::env::set_var("EVCXR_TMPDIR", &folder);
