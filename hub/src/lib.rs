@@ -114,27 +114,8 @@ pub fn run(args: HubArgs) -> Result<u8> {
         accounts::check_free(&all)?;
     }
     if args.hand_out.is_some() || args.collect.is_some() {
-        if !root || args.single_user_demo {
-            return Err(problem!(
-                "--hand-out and --collect run as root, as each student in turn (with system users, not --single-user-demo)"
-            ));
-        }
-        let accounts = names
-            .iter()
-            .map(|name| {
-                accounts::lookup(name).ok_or_else(|| {
-                    problem!("{name}: no such user yet; run attention-lab hub --roster first")
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let missing = match (&args.hand_out, &args.collect) {
-            (Some(dir), _) => grading::hand_out(&accounts, dir)?,
-            (_, Some(dir)) => grading::collect(&accounts, dir)?,
-            _ => 0,
-        };
-        return Ok(u8::from(missing > 0));
+        return exchange(&args, &names, root);
     }
-    let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
     if !args.setup_only {
         drop(
             TcpListener::bind(SocketAddr::from(([0, 0, 0, 0], args.port))).map_err(|e| {
@@ -146,13 +127,71 @@ pub fn run(args: HubArgs) -> Result<u8> {
             })?,
         );
     }
+    let class = set_up(&args, &students, &names)?;
+    if args.setup_only {
+        print(&class.handout)?;
+        return Ok(0);
+    }
+    if !class.uids.is_empty() {
+        watch_kernel_starts(class.uids.clone());
+    }
+    let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
+    let served = serve(&class.shared, &class.config_file, addr, &class.handout);
+    if let Some(groups) = class.memory {
+        groups.remove();
+    }
+    served
+}
+
+/// `--hand-out` and `--collect`: each student's sheet out, or their answers in, as that
+/// student; returns 1 when some student had nothing to collect.
+fn exchange(args: &HubArgs, names: &[&str], root: bool) -> Result<u8> {
+    if !root || args.single_user_demo {
+        return Err(problem!(
+            "--hand-out and --collect run as root, as each student in turn (with system users, not --single-user-demo)"
+        ));
+    }
+    let accounts = names
+        .iter()
+        .map(|name| {
+            accounts::lookup(name).ok_or_else(|| {
+                problem!("{name}: no such user yet; run attention-lab hub --roster first")
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let missing = match (&args.hand_out, &args.collect) {
+        (Some(dir), _) => grading::hand_out(&accounts, dir)?,
+        (_, Some(dir)) => grading::collect(&accounts, dir)?,
+        _ => 0,
+    };
+    Ok(u8::from(missing > 0))
+}
+
+/// A class set up and ready to serve.
+struct SetUp {
+    shared: Shared,
+    config_file: PathBuf,
+    /// What the teacher hands out.
+    handout: String,
+    /// The class's users (none in a demo), whose kernels' starts the hub watches.
+    uids: Vec<u32>,
+    memory: Option<limits::MemoryGroups>,
+}
+
+/// The shared folder, every account (with its home seeded once), the memory groups and
+/// JupyterHub's config; stops here (as killed by it) when a stop signal came meanwhile.
+fn set_up(
+    args: &HubArgs,
+    students: &[attention_lab_classroom::student::Student],
+    names: &[&str],
+) -> Result<SetUp> {
     let shared = Shared::new(&args.dir);
     shared::prepare(&shared, &args.notebooks)?;
     // nbgrader's settings go into the venv that `prepare` made (grading reads `Shared`, so
     // `shared` may not call it).
     grading::prepare(&shared)?;
     let mut made = Vec::new();
-    let mut class_uids = Vec::new();
+    let mut uids = Vec::new();
     if args.single_user_demo {
         for name in names.iter().chain([&args.teacher.as_str()]) {
             demo_home(&shared, name)?;
@@ -161,7 +200,7 @@ pub fn run(args: HubArgs) -> Result<u8> {
         accounts::ensure_group()?;
         for name in names.iter().chain([&args.teacher.as_str()]) {
             let (account, new) = accounts::ensure_user(name)?;
-            class_uids.push(account.uid);
+            uids.push(account.uid);
             if new {
                 seed_student(&shared, &account)?;
                 made.push(account.name.clone());
@@ -186,7 +225,7 @@ pub fn run(args: HubArgs) -> Result<u8> {
         }
     };
     let class = config::Class {
-        students: names.clone(),
+        students: names.to_vec(),
         teacher: &args.teacher,
         ip: &args.ip,
         port: args.port,
@@ -196,22 +235,17 @@ pub fn run(args: HubArgs) -> Result<u8> {
     };
     let config_file = shared.state().join("jupyterhub_config.py");
     attention_lab_io::error::write_file(&config_file, config::config(&shared, &class).as_bytes())?;
-    let handout = handout(&args, &students, &made);
+    let handout = handout(args, students, &made);
     if let Some(signal) = process::stop_signal() {
         process::die_of(signal);
     }
-    if args.setup_only {
-        print(&handout)?;
-        return Ok(0);
-    }
-    if !class_uids.is_empty() {
-        watch_kernel_starts(class_uids);
-    }
-    let served = serve(&shared, &config_file, addr, &handout);
-    if let Some(groups) = memory {
-        groups.remove();
-    }
-    served
+    Ok(SetUp {
+        shared,
+        config_file,
+        handout,
+        uids,
+        memory,
+    })
 }
 
 /// Serves until a stop signal, a teacher's "Shut down hub" or a crash loop; every process
