@@ -309,6 +309,19 @@ fn judge(c: &Check<'_>, precision: usize) -> Verdict {
     Verdict::Unexplained
 }
 
+impl Check<'_> {
+    /// Judges the step and makes its mark.
+    fn mark(self, precision: usize) -> Mark {
+        let verdict = judge(&self, precision);
+        Mark {
+            part: self.part,
+            matrix: self.matrix,
+            inputs: self.inputs,
+            verdict,
+        }
+    }
+}
+
 /// A step's inputs followed by the mask, when there is one.
 fn with_mask<'m>(mut inputs: Vec<&'m M>, mask: Option<&'m M>) -> Vec<&'m M> {
     inputs.extend(mask);
@@ -341,28 +354,21 @@ pub fn grade(key: &Key, sub: &Submission) -> Result<Vec<Mark>> {
         .into_iter()
         .enumerate()
         {
-            let verdict = judge(
-                &Check {
-                    part: format!("a{i}"),
-                    matrix: format!("{name}_{i}"),
-                    inputs: String::new(),
-                    answer,
-                    reference,
-                    own: vec![&key.x, wm],
-                    own_right: true,
-                    given: vec![&key.x, wm],
-                    step: product,
-                    mistakes: &[],
-                },
-                p,
-            );
-            right[m] = verdict == Verdict::Right;
-            marks.push(Mark {
+            let mark = Check {
                 part: format!("a{i}"),
                 matrix: format!("{name}_{i}"),
                 inputs: String::new(),
-                verdict,
-            });
+                answer,
+                reference,
+                own: vec![&key.x, wm],
+                own_right: true,
+                given: vec![&key.x, wm],
+                step: product,
+                mistakes: &[],
+            }
+            .mark(p);
+            right[m] = mark.verdict == Verdict::Right;
+            marks.push(mark);
         }
         projections_right.push(right);
     }
@@ -414,60 +420,43 @@ pub fn grade(key: &Key, sub: &Submission) -> Result<Vec<Mark>> {
                 2 => check.own_right = previous_right && v_ok,
                 _ => {}
             }
-            let verdict = judge(&check, p);
-            previous_right = verdict == Verdict::Right;
-            marks.push(Mark {
-                part: check.part,
-                matrix: check.matrix,
-                inputs: check.inputs,
-                verdict,
-            });
+            let mark = check.mark(p);
+            previous_right = mark.verdict == Verdict::Right;
+            marks.push(mark);
         }
         heads_right.push(previous_right);
     }
     let names: Vec<String> = (1..=mine.heads.len()).map(|i| format!("Z_{i}")).collect();
-    let c = judge(
-        &Check {
-            part: "c".into(),
-            matrix: "Z".into(),
-            inputs: names.join(", "),
-            answer: &mine.concat,
-            reference: &solution.concat,
-            own: mine.heads.iter().map(|h| &h.z).collect(),
-            own_right: heads_right.iter().all(|&r| r),
-            given: solution.heads.iter().map(|h| &h.z).collect(),
-            step: concat,
-            mistakes: &CONCAT_MISTAKES,
-        },
-        p,
-    );
-    marks.push(Mark {
+    let c = Check {
         part: "c".into(),
         matrix: "Z".into(),
         inputs: names.join(", "),
-        verdict: c,
-    });
-    let d = judge(
-        &Check {
+        answer: &mine.concat,
+        reference: &solution.concat,
+        own: mine.heads.iter().map(|h| &h.z).collect(),
+        own_right: heads_right.iter().all(|&r| r),
+        given: solution.heads.iter().map(|h| &h.z).collect(),
+        step: concat,
+        mistakes: &CONCAT_MISTAKES,
+    }
+    .mark(p);
+    let c_right = c.verdict == Verdict::Right;
+    marks.push(c);
+    marks.push(
+        Check {
             part: "d".into(),
             matrix: "Z W_O".into(),
             inputs: "Z".into(),
             answer: mine.result(),
             reference: solution.result(),
             own: vec![&mine.concat, &key.wo],
-            own_right: c == Verdict::Right,
+            own_right: c_right,
             given: vec![&solution.concat, &key.wo],
             step: product,
             mistakes: &OUTPUT_MISTAKES,
-        },
-        p,
+        }
+        .mark(p),
     );
-    marks.push(Mark {
-        part: "d".into(),
-        matrix: "Z W_O".into(),
-        inputs: "Z".into(),
-        verdict: d,
-    });
     Ok(marks)
 }
 
