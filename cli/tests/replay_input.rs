@@ -233,3 +233,22 @@ fn code_nested_too_deep_for_a_parser_is_one_line_not_an_abort() {
         );
     }
 }
+
+#[test]
+fn a_shallow_cell_is_read_without_room_for_the_parsers_big_stack() {
+    // Under `ulimit -v`, the 512 MiB stack of the depth check's thread cannot be mapped: the
+    // check then parses shallow code on its own thread instead of refusing the notebook.
+    let dir = folder("ulimit");
+    std::fs::write(dir.join("n.ipynb"), notebook_with("let a = 1;")).unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 500000 && exec '{}' replay --timeout 30 n.ipynb",
+            env!("CARGO_BIN_EXE_attention-lab")
+        ))
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("code cell 1"), "{stderr}");
+}
