@@ -41,19 +41,19 @@ pub fn nesting(code: &str) -> std::result::Result<usize, String> {
     if bound > MAX_TOKEN_DEPTH {
         return Ok(bound);
     }
+    // Code whose tokens nest no deeper than the limit parses on any thread's stack (the
+    // evcxr engine's thread of 2 MiB included); only deeper code needs the big one.
+    if bound <= MAX_DEPTH {
+        return Ok(tree_depth(code));
+    }
     let owned = code.to_owned();
-    match std::thread::Builder::new()
+    std::thread::Builder::new()
         .name("cell-depth".into())
         .stack_size(PARSE_STACK)
         .spawn(move || tree_depth(&owned))
-    {
-        Ok(parse) => parse
-            .join()
-            .map_err(|_| "cannot be read: its parse failed".to_string()),
-        // No room for the big stack (`ulimit -v`): code this shallow parses on any thread's.
-        Err(_) if bound <= MAX_DEPTH => Ok(tree_depth(code)),
-        Err(error) => Err(format!("cannot be read: no thread for its parse ({error})")),
-    }
+        .map_err(|error| format!("cannot be read: no thread for its parse ({error})"))?
+        .join()
+        .map_err(|_| "cannot be read: its parse failed".to_string())
 }
 
 /// Checks every code cell of `notebook` before an engine sees it.
