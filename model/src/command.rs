@@ -88,13 +88,14 @@ pub fn run(args: EncodeArgs) -> Result<u8> {
         None => Model::installed(),
     }
     .map_err(|e| Error::Input(e.to_string()))?;
-    // Tokenising is cheap: every text is checked before one is written.
-    for text in &args.texts {
-        model
-            .tokenizer()
-            .encode(text)
-            .map_err(|e| Error::Input(e.to_string()))?;
-    }
+    // Every text is tokenised (cheap, and kept: a few ids a text) before one is encoded, so a
+    // text the tokenizer refuses writes nothing.
+    let tokens = args
+        .texts
+        .iter()
+        .map(|text| model.tokenizer().encode(text))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| Error::Input(e.to_string()))?;
     if let Some(dir) = &args.svg {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display(), "create", e))?;
     }
@@ -103,9 +104,9 @@ pub fn run(args: EncodeArgs) -> Result<u8> {
         if several {
             write("[")?;
         }
-        for (t, text) in args.texts.iter().enumerate() {
+        for (t, (text, tokens)) in args.texts.iter().zip(&tokens).enumerate() {
             let encoded = model
-                .encode(text)
+                .encode_tokens(tokens.clone(), text)
                 .map_err(|e| Error::Input(e.to_string()))?;
             if let Some(dir) = &args.svg {
                 draw(dir, t + 1, &encoded)?;

@@ -191,6 +191,23 @@ impl Model {
             .collect()
     }
 
+    /// Runs the encoder on `tokens`, the tokens of `text` (as [`Tokenizer::encode`] gives
+    /// them): for a caller that tokenises first, to check every text before encoding one.
+    ///
+    /// ```no_run
+    /// # let model = attention_lab_model::Model::load("all-MiniLM-L6-v2")?;
+    /// let tokens = model.tokenizer().encode("A cat.")?;
+    /// let out = model.encode_tokens(tokens, "A cat.")?;
+    /// assert_eq!(out.tokens.tokens.len(), 4);
+    /// # Ok::<(), attention_lab_model::ModelError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// An attention step that fails on these tokens (a bug, named with the text).
+    pub fn encode_tokens(&self, tokens: Tokens, text: &str) -> Result<Encoded, ModelError> {
+        self.run(tokens, text)
+    }
+
     fn run(&self, tokens: Tokens, text: &str) -> Result<Encoded, ModelError> {
         let fail = |error| ModelError::Attention {
             context: format!("{}: encoding {text:?}", self.dir.display()),
