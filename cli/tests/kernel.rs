@@ -1,11 +1,17 @@
 //! `attention-lab kernel`: the kernelspec it writes, and that serving a kernel leaves the
-//! user's other kernels (evcxr_jupyter's `kernels/rust`) byte-identical.
+//! user's other kernels (evcxr_jupyter's `kernels/rust`) byte-identical, and its protocol side
+//! against a hostile peer.
 
 use std::fs;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use attention_lab_wire::{Key, Message, Session, DELIMITER};
+use serde_json::{json, Value};
+use std::process::Child;
+use zeromq::{Socket, SocketRecv, SocketSend, ZmqMessage};
 
 const BIN: &str = env!("CARGO_BIN_EXE_attention-lab");
 
@@ -164,4 +170,264 @@ fn a_missing_subcommand_is_named_with_the_choices() {
         assert_eq!(String::from_utf8_lossy(&out.stderr), line, "{args:?}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+}
+
+// The kernel's protocol side against a hostile peer, as any user of the machine can be: bad
+// frames, messages signed with another key or none, on every channel (a forged shutdown on
+// control among them), then the owner's next cell must see the variables of the earlier one
+// in the same process, and the owner's shutdown must end it.
+const WAIT: Duration = Duration::from_secs(300);
+
+fn zmq(frames: Vec<Vec<u8>>) -> ZmqMessage {
+    ZmqMessage::try_from(
+        frames
+            .into_iter()
+            .map(bytes::Bytes::from)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap()
+}
+
+struct Client {
+    rt: tokio::runtime::Runtime,
+    key: Key,
+    session: Session,
+    ports: Value,
+}
+
+impl Client {
+    fn endpoint(&self, channel: &str) -> String {
+        format!("tcp://127.0.0.1:{}", self.ports[format!("{channel}_port")])
+    }
+
+    fn dealer(&self, channel: &str) -> zeromq::DealerSocket {
+        self.rt.block_on(async {
+            let mut socket = zeromq::DealerSocket::new();
+            socket.connect(&self.endpoint(channel)).await.unwrap();
+            socket
+        })
+    }
+
+    /// Sends `request` on `socket` and waits for its reply, skipping replies to anything else.
+    fn ask(&self, socket: &mut zeromq::DealerSocket, request: &Message) -> Message {
+        self.rt.block_on(async {
+            socket.send(zmq(request.encode(&self.key))).await.unwrap();
+            loop {
+                let frames = tokio::time::timeout(WAIT, socket.recv())
+                    .await
+                    .expect("no reply")
+                    .unwrap();
+                let reply = Message::decode(&frames.into_vec(), &self.key).unwrap();
+                if reply.parent_header["msg_id"] == request.header["msg_id"] {
+                    return reply;
+                }
+            }
+        })
+    }
+
+    /// Runs `code`; returns the reply and the iopub messages that answered it, up to idle.
+    fn execute(
+        &self,
+        shell: &mut zeromq::DealerSocket,
+        iopub: &mut zeromq::SubSocket,
+        code: &str,
+    ) -> (Message, Vec<Message>) {
+        let request = Message::new(
+            &self.session,
+            "execute_request",
+            json!({"code": code, "silent": false}),
+        );
+        let reply = self.ask(shell, &request);
+        let mut published = Vec::new();
+        self.rt.block_on(async {
+            loop {
+                let frames = tokio::time::timeout(WAIT, iopub.recv())
+                    .await
+                    .expect("no idle")
+                    .unwrap();
+                let message = Message::decode(&frames.into_vec(), &self.key).unwrap();
+                if message.parent_header["msg_id"] != request.header["msg_id"] {
+                    continue;
+                }
+                let idle =
+                    message.msg_type() == "status" && message.content["execution_state"] == "idle";
+                published.push(message);
+                if idle {
+                    break;
+                }
+            }
+        });
+        (reply, published)
+    }
+
+    /// Every kind of bad message an outsider can send, on a new connection to `channel`.
+    fn attack(&self, channel: &str) {
+        let mut socket = self.dealer(channel);
+        let outsider = Key::new(b"a guess");
+        let mut frames: Vec<Vec<Vec<u8>>> = vec![
+            vec![b"raw bytes".to_vec()],
+            vec![DELIMITER.to_vec(), b"00".to_vec()],
+            // An odd-length hex signature (evcxr_jupyter's kernel ended on it).
+            vec![
+                DELIMITER.to_vec(),
+                b"abc".to_vec(),
+                b"{}".to_vec(),
+                b"{}".to_vec(),
+                b"{}".to_vec(),
+                b"{}".to_vec(),
+            ],
+        ];
+        for msg_type in [
+            "kernel_info_request",
+            "shutdown_request",
+            "execute_request",
+            "interrupt_request",
+        ] {
+            let forged = Message::new(
+                &self.session,
+                msg_type,
+                json!({"code": "let x = 0;", "restart": false}),
+            );
+            frames.push(forged.encode(&outsider));
+            frames.push(forged.encode(&Key::new(b"")));
+        }
+        self.rt.block_on(async {
+            for f in frames {
+                socket.send(zmq(f)).await.unwrap();
+            }
+            // Nothing comes back to an outsider.
+            assert!(
+                tokio::time::timeout(Duration::from_millis(500), socket.recv())
+                    .await
+                    .is_err()
+            );
+        });
+    }
+}
+
+fn start(home: &Path, connection: &Value) -> Child {
+    let file = home.join("connection.json");
+    fs::write(&file, connection.to_string()).unwrap();
+    command(home)
+        .args(["kernel", "serve", "--control-file"])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn bad_messages_on_every_channel_change_nothing_and_the_owner_s_shutdown_ends_it() {
+    let home = tempfile::tempdir().unwrap();
+    let ports = json!({
+        "shell_port": free_port(), "iopub_port": free_port(), "stdin_port": free_port(),
+        "control_port": free_port(), "hb_port": free_port(),
+    });
+    let mut connection = ports.clone();
+    connection["ip"] = json!("127.0.0.1");
+    connection["transport"] = json!("tcp");
+    connection["signature_scheme"] = json!("hmac-sha256");
+    connection["key"] = json!("the owner's key");
+    let mut kernel = start(home.path(), &connection);
+    let client = Client {
+        rt: tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap(),
+        key: Key::new(b"the owner's key"),
+        session: Session::new("owner"),
+        ports,
+    };
+    let started = Instant::now();
+    while TcpStream::connect((
+        "127.0.0.1",
+        client.ports["shell_port"].as_u64().unwrap() as u16,
+    ))
+    .is_err()
+    {
+        assert!(
+            kernel.try_wait().unwrap().is_none(),
+            "the kernel ended before it listened"
+        );
+        assert!(started.elapsed() < WAIT, "the kernel never listened");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut shell = client.dealer("shell");
+    let mut control = client.dealer("control");
+    let mut iopub = client.rt.block_on(async {
+        let mut socket = zeromq::SubSocket::new();
+        socket.connect(&client.endpoint("iopub")).await.unwrap();
+        socket.subscribe("").await.unwrap();
+        socket
+    });
+    let info = client.ask(
+        &mut shell,
+        &Message::new(&client.session, "kernel_info_request", json!({})),
+    );
+    assert_eq!(info.content["implementation"], "attention-lab");
+    let (reply, _) = client.execute(&mut shell, &mut iopub, "let x = 41;");
+    assert_eq!(reply.content["status"], "ok", "{:?}", reply.content);
+
+    for channel in ["shell", "control", "stdin", "shell", "control"] {
+        client.attack(channel);
+    }
+    // The heartbeat echoes whatever it gets, and keeps doing so.
+    client.rt.block_on(async {
+        let mut hb = zeromq::ReqSocket::new();
+        hb.connect(&client.endpoint("hb")).await.unwrap();
+        for ping in [&b"\xff\x00 not a ping"[..], b"ping"] {
+            hb.send(ZmqMessage::from(ping.to_vec())).await.unwrap();
+            let pong = tokio::time::timeout(WAIT, hb.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(pong.get(0).unwrap().as_ref(), ping);
+        }
+    });
+
+    assert!(
+        kernel.try_wait().unwrap().is_none(),
+        "a bad message ended the kernel"
+    );
+    let (reply, published) = client.execute(&mut shell, &mut iopub, "x + 1");
+    assert_eq!(reply.content["status"], "ok", "{:?}", reply.content);
+    let result = published
+        .iter()
+        .find(|m| m.msg_type() == "execute_result")
+        .expect("no result");
+    assert_eq!(result.content["data"]["text/plain"], "42");
+
+    let shutdown = Message::new(
+        &client.session,
+        "shutdown_request",
+        json!({"restart": false}),
+    );
+    let reply = client.ask(&mut control, &shutdown);
+    assert_eq!(reply.content["status"], "ok");
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(status) = kernel.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(30),
+            "still running after its shutdown"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = kernel.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(status.success(), "{status}: {log}");
+    // Each dropped message is one line that names the channel.
+    for channel in ["shell", "control", "stdin"] {
+        if channel != "stdin" {
+            assert!(
+                log.contains(&format!("dropped a message on {channel}: ")),
+                "{log}"
+            );
+        }
+    }
+    assert!(log.contains("signature does not match the key"), "{log}");
 }

@@ -1,7 +1,7 @@
 //! The Jupyter side of attention-lab: the notebook model (`replay::notebook`), `replay` and
 //! its two engines behind one seam (`replay::engine`: the batch engine compiles a notebook as
 //! one program, `runner` drives evcxr cell by cell, `launch` picks one), the Rust kernel
-//! (`kernel`: evcxr_jupyter with the project's tuning) and `lab` (JupyterLab with that kernel).
+//! (`kernel`: evcxr behind the project's own Jupyter protocol side, with its tuning) and `lab` (JupyterLab with that kernel).
 //! The one crate of the project that depends on evcxr.
 //!
 //! A binary that uses it calls [`runtime_hook`] first in `main`: evcxr re-runs the binary as

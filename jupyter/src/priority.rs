@@ -5,11 +5,10 @@
 //! priority ([`START_NICE_VAR`], which a hub's kernelspec sets), a kernel takes only what the
 //! kernels already running cells leave idle. A watcher with the right to raise priorities (the
 //! hub, as root: an unprivileged process may only lower its own) gives it the normal priority
-//! back once it has started ([`Starts`]). evcxr_jupyter 0.22 starts serving (its output
-//! relay, then each request, on tokio's blocking pool) only when its start is done, so the
-//! first thread of that pool, which the kernel starts then, says it has; failing that (another
-//! version), its process group (the kernel, evcxr's child that runs cells, cargo, rustc) idle
-//! for a moment says so too.
+//! back once it has started ([`Starts`]). The kernel's server starts its thread named
+//! [`SERVING_THREAD`] when its start is done, which says so; failing that (a kernel of
+//! another build), its process group (the kernel, evcxr's child that runs cells, cargo, rustc)
+//! idle for a moment says so too.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -154,23 +153,19 @@ fn processes() -> Vec<Process> {
         .collect()
 }
 
-/// Whether the kernel `pid` has started a thread of tokio's blocking pool: one named as
-/// tokio's threads are, started at least half a second after the process (its runtime's
-/// workers start with it).
+/// The name of the thread the kernel's server starts once evcxr has started (its control
+/// channel's).
+pub const SERVING_THREAD: &str = "alab-serving";
+
+/// Whether the kernel `pid` has started its [`SERVING_THREAD`].
 fn serving(pid: i32) -> bool {
     let dir = Path::new("/proc").join(pid.to_string());
-    let Some(process) = Stat::read(&dir) else {
-        return false;
-    };
     let Ok(tasks) = std::fs::read_dir(dir.join("task")) else {
         return false;
     };
-    // SAFETY: sysconf has no preconditions.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     tasks.flatten().any(|task| {
         let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        comm.trim_end() == "tokio-rt-worker"
-            && Stat::read(&task.path()).is_some_and(|t| t.started >= process.started + ticks / 2)
+        comm.trim_end() == SERVING_THREAD
     })
 }
 
@@ -226,20 +221,17 @@ fn activity(processes: &[Process], group: i32) -> Vec<(u32, String)> {
 struct Stat {
     group: i32,
     nice: i64,
-    /// When it started, in clock ticks after boot.
-    started: u64,
 }
 
 impl Stat {
     fn read(dir: &Path) -> Option<Stat> {
         let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
         // After the command's name, which is in parentheses and may hold anything: state,
-        // ppid, pgrp, ... nice is the 17th field after it, the start time the 20th.
+        // ppid, pgrp, ... nice is the 17th field after it.
         let fields: Vec<&str> = stat[stat.rfind(')')? + 2..].split(' ').collect();
         Some(Stat {
             group: fields.get(2)?.parse().ok()?,
             nice: fields.get(16)?.parse().ok()?,
-            started: fields.get(19)?.parse().ok()?,
         })
     }
 }
@@ -273,30 +265,15 @@ mod tests {
         );
     }
 
-    /// A thread named as tokio's, started well after the process, says it serves.
+    /// The server's thread, once started, says the kernel serves.
     #[test]
-    fn a_late_tokio_thread_says_the_kernel_serves() {
+    fn the_serving_thread_says_the_kernel_serves() {
         let pid = std::process::id() as i32;
-        let process = Stat::read(Path::new("/proc/self")).unwrap();
-        // SAFETY: sysconf has no preconditions.
-        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        let uptime: f64 = std::fs::read_to_string("/proc/uptime")
-            .unwrap()
-            .split(' ')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        // The test process may be young: wait until a new thread would count as late.
-        let age = uptime - process.started as f64 / ticks as f64;
-        if age < 0.6 {
-            std::thread::sleep(Duration::from_secs_f64(0.6 - age));
-        }
-        assert!(!serving(pid) || std::fs::read_dir("/proc/self/task").unwrap().count() > 1);
+        assert!(!serving(pid));
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let (named_tx, named) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
-            .name("tokio-rt-worker".into())
+            .name(SERVING_THREAD.into())
             .spawn(move || {
                 // Named by now (a thread names itself as it starts).
                 let _ = named_tx.send(());

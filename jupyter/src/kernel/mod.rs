@@ -1,5 +1,8 @@
-//! `attention-lab kernel`: the Rust Jupyter kernel (evcxr_jupyter, linked in), its kernelspec
-//! "Rust (attention-lab)", and the evcxr settings that make its cells faster.
+//! `attention-lab kernel`: the Rust Jupyter kernel (evcxr's `CommandContext` behind the
+//! project's own protocol side, [`server`]), its kernelspec "Rust (attention-lab)", and the
+//! evcxr settings that make its cells faster.
+
+pub mod server;
 
 use attention_lab_io::cache::home;
 pub use attention_lab_io::cache::{cache_dir, CACHE_VAR};
@@ -11,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
-/// The kernelspec's folder name: our own, so evcxr_jupyter's `rust` is never touched.
+/// The kernelspec's folder name: our own, so evcxr's `rust` kernelspec is never touched.
 pub const KERNEL_NAME: &str = "attention-lab-rust";
 /// What Jupyter shows in its launcher.
 pub const DISPLAY_NAME: &str = "Rust (attention-lab)";
@@ -92,9 +95,9 @@ pub fn serve_if_asked() -> Option<u8> {
     if args.next()? != "--control_file" || std::env::var_os(SERVE_MARKER).is_none() {
         return None;
     }
+    let control_file = PathBuf::from(args.next()?);
     return_freed_memory();
-    // evcxr_jupyter reads the control file's name from argv itself.
-    Some(match evcxr_jupyter::main() {
+    Some(match server::serve(&control_file) {
         Ok(()) => 0,
         Err(error) => {
             warn(&format!("attention-lab kernel: {error}"));
@@ -234,8 +237,9 @@ fn write_init_evcxr(config: &Path) -> Result<()> {
     write_file(&init, text.as_bytes())
 }
 
-/// Prepares the kernel's environment and becomes `attention-lab --control_file FILE`
-/// (evcxr_jupyter reads its arguments from argv).
+/// Prepares the kernel's environment and becomes `attention-lab --control_file FILE`, which
+/// [`serve_if_asked`] turns into [`server::serve`] (the environment must be set when the
+/// process starts: evcxr's child, which runs the cells, inherits it).
 #[cfg(unix)]
 fn serve(control_file: &Path) -> Result<()> {
     use std::os::fd::AsRawFd;
@@ -260,16 +264,6 @@ fn serve(control_file: &Path) -> Result<()> {
     // The lock lives as long as the kernel: keep its descriptor open across exec.
     // SAFETY: fcntl on a descriptor we own; clearing FD_CLOEXEC has no other effect.
     unsafe { libc::fcntl(lock.as_raw_fd(), libc::F_SETFD, 0) };
-    // evcxr_jupyter's --control_file path reinstalls the kernelspec at
-    // $JUPYTER_PATH/kernels/rust when that folder exists; this one never does, so the user's
-    // kernels are never rewritten.
-    let no_update = cache.join("jupyter-path-unused");
-    if no_update.join("kernels").exists() {
-        return Err(problem!(
-            "{}: must not exist",
-            no_update.join("kernels").display()
-        ));
-    }
     let mut command = std::process::Command::new(exe);
     if let Some(path) = library_path_with_libstd() {
         command.env("LD_LIBRARY_PATH", path);
@@ -285,7 +279,6 @@ fn serve(control_file: &Path) -> Result<()> {
         .arg("--control_file")
         .arg(control_file)
         .env(SERVE_MARKER, "1")
-        .env("JUPYTER_PATH", &no_update)
         .env("EVCXR_TMPDIR", &build_dir)
         .env("EVCXR_CONFIG_DIR", &config)
         .exec();
