@@ -189,6 +189,8 @@ fn no_crate_of_the_workspace_has_an_import_circle() {
         let edges = graph(&root.join(src));
         assert!(
             edges.values().map(BTreeSet::len).sum::<usize>() > 0
+                // One module (wire): nothing of its own to import.
+                || edges.len() <= 1
                 || src.starts_with("cli")
                 || src.starts_with("io"),
             "{src}: no imports found; the scan is broken"
