@@ -2,9 +2,9 @@
 // headless Chromium of their own, JupyterHub starts their server, they open notebook 000 from
 // their own folder, Run All, and the page must show NumPy's text and the heatmap as stored.
 //
-// Usage, against a running `attention-lab hub` whose roster holds the students (their
-// passwords set, or set by this first sign-in):
-//   HUB_URL=http://127.0.0.1:8019 HUB_USERS=ci-ann,ci-ben HUB_PASSWORD_PREFIX=ci-pw- node e2e/hub.test.mjs
+// Usage, against a running `attention-lab hub` whose roster holds the students, with the
+// handout that printed their passwords:
+//   HUB_URL=http://127.0.0.1:8019 HUB_USERS=ci-ann,ci-ben HUB_PASSWORDS=handout.txt node e2e/hub.test.mjs
 // Screenshots: target/e2e/hub-<student>-*.png (relative to the repository).
 
 import { chromium } from 'playwright-core';
@@ -23,11 +23,14 @@ const RUN_TIMEOUT_MS = 10 * 60 * 1000;
 
 const hub = (process.env.HUB_URL || '').replace(/\/$/, '');
 const users = (process.env.HUB_USERS || '').split(',').filter(Boolean);
-const prefix = process.env.HUB_PASSWORD_PREFIX || '';
-if (!hub || users.length !== 2 || !prefix) {
-  console.error('hub e2e: set HUB_URL, HUB_USERS (two logins, comma-separated) and HUB_PASSWORD_PREFIX');
+const handout = process.env.HUB_PASSWORDS || '';
+if (!hub || users.length !== 2 || !handout) {
+  console.error('hub e2e: set HUB_URL, HUB_USERS (two logins, comma-separated) and HUB_PASSWORDS (the handout)');
   process.exit(2);
 }
+// Each student's handout line: `... user NAME (Name)  password PASSWORD`.
+const passwords = Object.fromEntries(fs.readFileSync(handout, 'utf8').split('\n')
+  .map((line) => line.match(/ user (\S+).* password ([a-z0-9-]+)$/)).filter(Boolean).map((m) => [m[1], m[2]]));
 
 // One student's visit: the login page, their server, notebook 000, Run All, the checks.
 async function student(browser, name, expected, failures) {
@@ -37,7 +40,7 @@ async function student(browser, name, expected, failures) {
   try {
     await page.goto(`${hub}/hub/login`);
     await page.fill('input[name="username"]', name);
-    await page.fill('input[name="password"]', prefix + name);
+    await page.fill('input[name="password"]', passwords[name] || '');
     await page.screenshot({ path: path.join(shots, `hub-${name}-login.png`) });
     await Promise.all([page.waitForURL(/\/user\/[^/]+\/lab/, { timeout: 180000 }), page.press('input[name="password"]', 'Enter')]);
     if (!page.url().includes(`/user/${name}/`)) fail(`signed in to ${page.url()}, not to their own server`);

@@ -12,12 +12,17 @@
    intact;
 4. with --memory-limit: a student's cell that takes more memory than the limit is ended
    (that student's kernel group only) and the kernel runs the next cell; the other student's
-   kernel keeps its variables.
+   kernel keeps its variables;
+5. the network: as one student, every kernel endpoint of the other (TCP ports by owner, Unix
+   sockets under their home) gets raw bytes and messages signed with a guessed key or none
+   (scripts/kernel_attack.py); the other's kernel is the same process and keeps its variables;
+6. the accounts: signing in as the teacher, or as the other student, without the password
+   root issued is refused (403), and the right password still works afterwards.
 
 Run as root with the hub's Python, against a hub whose roster holds two students:
 
     /srv/attention-lab-hub/venv/bin/python scripts/hub_faults.py --url http://127.0.0.1:8000 \
-        --users ann,ben --password-prefix class-2026- --dir /srv/attention-lab-hub
+        --users ann,ben --passwords handout.txt --teacher teacher --dir /srv/attention-lab-hub
 """
 
 import argparse
@@ -32,7 +37,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hub_grading import run_as  # noqa: E402
-from hub_load import Student, kernel_ready  # noqa: E402
+from hub_load import Student, kernel_ready, read_passwords  # noqa: E402
 
 from tornado.httpclient import HTTPRequest  # noqa: E402
 from tornado.websocket import websocket_connect  # noqa: E402
@@ -171,13 +176,24 @@ async def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", required=True)
     parser.add_argument("--users", required=True, help="two logins, comma-separated")
-    parser.add_argument("--password-prefix", required=True)
+    parser.add_argument("--passwords", required=True, help="the hub's handout with the passwords")
+    parser.add_argument("--teacher", required=True, help="the teacher's login")
     parser.add_argument("--dir", default="/srv/attention-lab-hub")
     parser.add_argument("--memory-limit", type=int, default=0,
                         help="the hub's --mem-limit in bytes: check that a cell past it is ended")
     args = parser.parse_args()
     a_name, b_name = args.users.split(",")[:2]
-    a, b = Student(args.url, a_name, args.password_prefix + a_name), Student(args.url, b_name, args.password_prefix + b_name)
+    passwords = read_passwords(args.passwords)
+    # 6 first: a claim of an account must fail before anyone has signed in to it.
+    for name, password in ((args.teacher, "a-guess-long-enough"), (args.teacher, passwords.get(b_name, "")),
+                           (b_name, passwords.get(a_name, "")), (b_name, "")):
+        claimer = Student(args.url, name, password)
+        try:
+            await claimer.sign_in()
+            check(False, f"signing in as {name} with a password that is not theirs is refused (it was accepted)")
+        except RuntimeError as e:
+            check("403" in str(e), f"signing in as {name} with a password that is not theirs is refused ({str(e)[:80]})")
+    a, b = Student(args.url, a_name, passwords.get(a_name, "")), Student(args.url, b_name, passwords.get(b_name, ""))
     for s in (a, b):
         await s.sign_in()
         await s.start_server()
@@ -278,6 +294,22 @@ async def main():
         check(status == "ok" and "42" in out, f"{a_name}'s kernel runs the next cell ({status}, {out.strip()!r})")
         status, out, _, _ = await kb.run('println!("{}", warm + 3);')
         check(status == "ok" and "4" in out, f"{b_name}'s kernel is untouched ({status}, {out.strip()!r})")
+
+    # 5. b tries every endpoint of a's kernel (and server) with what needs no key.
+    await ka.run('let survivor: u8 = 7;')
+    before = kernel_pid(a_name)
+    venv = os.path.join(args.dir, "venv")
+    # The script on stdin: a student may not be able to read this checkout.
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_attack.py")) as f:
+        attack = run_as(b_name, [os.path.join(venv, "bin/python"), "-", a_name], input=f.read(),
+                        capture_output=True, text=True)
+    check(attack.returncode == 0, f"{b_name} ran the attack ({attack.stderr.strip()[-200:]})")
+    tried = json.loads(attack.stdout or "{}")
+    check(len(tried.get("found", [])) >= 1, f"{b_name} found {a_name}'s endpoints ({tried.get('found')})")
+    print(f"     reached {tried.get('reached')}, refused {tried.get('refused')}", flush=True)
+    status, out, _, _ = await ka.run('println!("{}", survivor + 1);')
+    check(status == "ok" and "8" in out, f"{a_name}'s kernel kept its variables after {b_name}'s messages ({status}, {out.strip()!r})")
+    check(kernel_pid(a_name) == before, f"{a_name}'s kernel is the same process ({before} -> {kernel_pid(a_name)})")
 
     for k in (ka, kb):
         k.ws.close()

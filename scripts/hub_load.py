@@ -16,12 +16,12 @@ Run it with the hub's own Python (tornado comes with JupyterHub), as root (it re
 student's memory from /proc), against a running hub whose roster holds the users:
 
     /srv/attention-lab-hub/venv/bin/python scripts/hub_load.py --url http://127.0.0.1:8000 \
-        --users alice,bob --password-prefix class-2026- --json load.json
+        --users alice,bob --passwords handout.txt --json load.json
 
 It exits with 1 when a cell failed or a student could not start.
 
-The first sign-in of a user sets their password (first-use authenticator), so a later run
-must use the same prefix.
+--passwords: the handout `attention-lab hub` printed when it issued the passwords (its lines
+`... user NAME ... password PASSWORD`).
 """
 
 import argparse
@@ -30,6 +30,7 @@ import json
 import multiprocessing
 import os
 import random
+import re
 import statistics
 import subprocess
 import time
@@ -317,11 +318,23 @@ def percentile(values, q):
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
+def read_passwords(path):
+    """{login: password} from a handout of `attention-lab hub` (lines `... user NAME ...
+    password PASSWORD`; the teacher's line `sign in as "NAME", password PASSWORD`)."""
+    found = {}
+    with open(path) as f:
+        for line in f:
+            m = re.search(r'(?:user |sign in as ")([^ "]+)"?.*\bpassword ([a-z0-9-]+)$', line.rstrip())
+            if m:
+                found[m.group(1)] = m.group(2)
+    return found
+
+
 async def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", required=True)
     parser.add_argument("--users", required=True, help="comma-separated logins")
-    parser.add_argument("--password-prefix", required=True)
+    parser.add_argument("--passwords", required=True, help="the hub's handout with the passwords")
     parser.add_argument("--lesson", default=LESSON)
     parser.add_argument("--pace", default="5,10", help="seconds between cells, min,max")
     parser.add_argument("--spread", type=float, default=60, help="students start within this many seconds")
@@ -339,7 +352,8 @@ async def main():
     peaks, stop = manager.dict(), manager.Event()
     sampler = multiprocessing.Process(target=sample_memory, args=(users, stop, peaks))
     sampler.start()
-    results = await asyncio.gather(*(one(args.url, u, args.password_prefix + u, cells, pace, d)
+    passwords = read_passwords(args.passwords)
+    results = await asyncio.gather(*(one(args.url, u, passwords.get(u, ""), cells, pace, d)
                                      for u, d in zip(users, delays)), return_exceptions=True)
     stop.set()
     sampler.join()

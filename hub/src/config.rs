@@ -99,8 +99,12 @@ pub fn config(shared: &Shared, class: &Class) -> String {
          # A kernel that starts while the class starts may take over a minute (it starts with\n\
          # the CPU others leave idle): the server waits for its first answer instead of giving\n\
          # up after 60 s and closing the channels its questions came on.\n\
+         # Kernels listen on Unix sockets (ipc) in the student's runtime folder, which only\n\
+         # they can enter: no other student can reach their ports (a TCP port of 127.0.0.1 is\n\
+         # open to every user of the machine).\n\
          c.Spawner.args = ['--MultiKernelManager.default_kernel_name={kernel}',\n\
-         \x20   '--MappingKernelManager.kernel_info_timeout=600']\n\
+         \x20   '--MappingKernelManager.kernel_info_timeout=600',\n\
+         \x20   '--KernelManager.transport=ipc']\n\
          # Servers start with the CPU the class leaves idle: when a whole class starts at once\n\
          # on two cores, the last ones take minutes (BENCHMARKS.md).\n\
          c.Spawner.start_timeout = 600\n\
@@ -139,6 +143,7 @@ pub fn config(shared: &Shared, class: &Class) -> String {
 ///   minute then starts them with what the students already working leave idle.
 const CLASS_SPAWNER: &str = r#"import asyncio
 import os
+import pwd
 from jupyterhub.spawner import LocalProcessSpawner
 
 
@@ -167,6 +172,14 @@ class ClassSpawner(LocalProcessSpawner):
             drop_to_student()
 
         return preexec
+
+    def get_env(self):
+        env = super().get_env()
+        # The kernels' sockets are files named after the runtime folder, and a socket's path
+        # has at most 107 bytes: a short folder in the home (0700, made by Jupyter) keeps a
+        # 32-character login's under it.
+        env['JUPYTER_RUNTIME_DIR'] = os.path.join(pwd.getpwnam(self.user.name).pw_dir, '.jrun')
+        return env
 
     async def start(self):
         ip, port = await super().start()

@@ -9,7 +9,8 @@
 //! - [`shared`]: the shared folder every student's server and kernel run from;
 //! - [`config`]: writes `jupyterhub_config.py`;
 //! - [`grading`]: nbgrader's course and exchange, per-student sheets handed out and collected;
-//! - [`limits`]: each student's memory cgroup.
+//! - [`limits`]: each student's memory cgroup;
+//! - [`passwords`]: each account's first password, issued by root.
 //!
 //! ```
 //! assert!(attention_lab_hub::accounts::system_name("alice"));
@@ -19,6 +20,7 @@ pub mod accounts;
 pub mod config;
 pub mod grading;
 pub mod limits;
+pub mod passwords;
 pub mod shared;
 
 use accounts::{Account, Pick};
@@ -79,6 +81,10 @@ pub struct HubArgs {
     /// system users: for a teacher alone, never a class (anyone could read anyone's files).
     #[arg(long)]
     single_user_demo: bool,
+    /// Issue LOGIN (a student or the teacher) a new password, printed in the handout; the old
+    /// one stops working. Repeat for several.
+    #[arg(long, value_name = "LOGIN")]
+    new_password: Vec<String>,
 }
 
 /// Runs `attention-lab hub`; returns JupyterHub's exit status (128 + N when a signal N
@@ -235,7 +241,19 @@ fn set_up(
     };
     let config_file = shared.state().join("jupyterhub_config.py");
     attention_lab_io::error::write_file(&config_file, config::config(&shared, &class).as_bytes())?;
-    let handout = handout(args, students, &made);
+    let mut accounts = names.to_vec();
+    accounts.push(&args.teacher);
+    for name in &args.new_password {
+        if !accounts.contains(&name.as_str()) {
+            return Err(problem!(
+                "--new-password {name}: not in the roster and not the teacher"
+            ));
+        }
+    }
+    let mut renew: Vec<&str> = made.iter().map(String::as_str).collect();
+    renew.extend(args.new_password.iter().map(String::as_str));
+    let issued = passwords::issue(&shared, &accounts, &renew)?;
+    let handout = handout(args, students, &made, &issued);
     if let Some(signal) = process::stop_signal() {
         process::die_of(signal);
     }
@@ -429,6 +447,7 @@ fn handout(
     args: &HubArgs,
     students: &[attention_lab_classroom::student::Student],
     made: &[String],
+    issued: &std::collections::BTreeMap<String, String>,
 ) -> String {
     let host = if args.ip.is_empty() {
         hostname()
@@ -438,10 +457,13 @@ fn handout(
     let url = format!("http://{host}:{}/hub/login", args.port);
     let mut text = format!(
         "JupyterHub for {} students: {url}\n\
-         teacher: sign in as {:?} (admin: Admin page, every server) and choose a password the first time.\n\
-         Hand each student their line; the first sign-in sets the password (8 characters or more):\n",
+         teacher: sign in as {:?} (admin: Admin page, every server), {}\n\
+         Passwords are printed once, by the run that issued them; anyone may change their own at\n\
+         http://{host}:{port}/hub/auth/change-password. Hand each student their line:\n",
         students.len(),
-        args.teacher
+        args.teacher,
+        passwords::handout_line(issued.get(&args.teacher).map(String::as_str)),
+        port = args.port,
     );
     for student in students {
         let name = if student.name.is_empty() {
@@ -449,7 +471,8 @@ fn handout(
         } else {
             format!(" ({})", student.name)
         };
-        text.push_str(&format!("  {url}  user {}{name}\n", student.id));
+        let password = passwords::handout_line(issued.get(&student.id).map(String::as_str));
+        text.push_str(&format!("  {url}  user {}{name}  {password}\n", student.id));
     }
     if !made.is_empty() {
         text.push_str(&format!(

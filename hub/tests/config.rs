@@ -90,7 +90,7 @@ fn a_class_config_runs_and_names_the_roster_the_spawner_and_the_kernel() {
         "Authenticator.admin_users = {'teacher'}",
         "JupyterHub.authenticator_class = 'firstuseauthenticator.FirstUseAuthenticator'",
         "Spawner.cmd = ['/srv/h/venv/bin/jupyterhub-singleuser']",
-        "Spawner.args = ['--MultiKernelManager.default_kernel_name=attention-lab-rust', '--MappingKernelManager.kernel_info_timeout=600']",
+        "Spawner.args = ['--MultiKernelManager.default_kernel_name=attention-lab-rust', '--MappingKernelManager.kernel_info_timeout=600', '--KernelManager.transport=ipc']",
         "JupyterHub.bind_url = 'http://:8000/'",
         "JupyterHub.cleanup_servers = False",
     ] {
