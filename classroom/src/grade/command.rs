@@ -8,8 +8,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::answers::{stem, Key, Submission};
-use super::mark::{grade, Mark, Verdict};
+use super::mark::{grade, grade_solved, Mark, Verdict};
 use super::report::{feedback, mistake_codes, part_columns, part_points, points};
+use attention_lab::prelude::MultiHeadOutput;
 
 /// Arguments of `attention-lab grade`.
 #[derive(Debug, Args)]
@@ -34,67 +35,85 @@ pub struct GradeArgs {
     pub out: Option<PathBuf>,
 }
 
-/// The keys to grade with: one for everybody, or a folder of `ID.json`.
+/// The keys to grade with: one for everybody, or a class's folder of `ID.json`, each file
+/// read once (by its name's id).
 enum Keys {
     One(Box<Key>),
-    Folder(PathBuf),
+    Folder {
+        dir: PathBuf,
+        keys: std::collections::BTreeMap<String, Key>,
+    },
 }
 
 impl Keys {
     fn open(path: &Path) -> Result<Keys> {
-        if path.is_dir() {
-            return Ok(Keys::Folder(path.to_path_buf()));
+        if !path.is_dir() {
+            return read_key(path).map(|k| Keys::One(Box::new(k)));
         }
-        read_key(path).map(|k| Keys::One(Box::new(k)))
+        let entries = std::fs::read_dir(path).map_err(|e| Error::io(path.display(), "read", e))?;
+        let keys = entries
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|e| e == "json"))
+            .filter_map(|path| Some((stem(&path), read_key(&path).ok()?)))
+            .collect();
+        Ok(Keys::Folder {
+            dir: path.to_path_buf(),
+            keys,
+        })
     }
 
     fn for_student(&self, id: &str) -> Result<Key> {
         match self {
             Keys::One(key) => Ok((**key).clone()),
-            Keys::Folder(dir) => {
-                let path = dir.join(format!("{id}.json"));
-                if !path.is_file() {
-                    return Err(problem!("no key for student {id:?} in {}", dir.display()));
+            Keys::Folder { dir, keys } => match keys.get(id) {
+                Some(key) => Ok(key.clone()),
+                None => {
+                    let path = dir.join(format!("{id}.json"));
+                    if !path.is_file() {
+                        return Err(problem!("no key for student {id:?} in {}", dir.display()));
+                    }
+                    // Read again only to say what is wrong with it.
+                    read_key(&path)
                 }
-                read_key(&path)
-            }
+            },
         }
     }
-}
 
-impl Keys {
-    /// Every key of a class's folder that can be read (none for one key): a submission that
-    /// misses its own sheet is tried against the others.
-    fn all(&self) -> Vec<Key> {
-        let Keys::Folder(dir) = self else {
+    /// Every key of a class's folder that can be read and solved, with its solution (none
+    /// for one key): a submission that misses its own sheet is tried against the others.
+    fn others(&self) -> Vec<(Key, MultiHeadOutput)> {
+        let Keys::Folder { keys, .. } = self else {
             return Vec::new();
         };
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Vec::new();
-        };
-        let mut keys: Vec<Key> = entries
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|e| e == "json"))
-            .filter_map(|path| read_key(&path).ok())
+        let mut solved: Vec<(Key, MultiHeadOutput)> = keys
+            .values()
+            .filter_map(|key| Some((key.clone(), key.solution().ok()?)))
             .collect();
-        keys.sort_by(|a, b| a.student.cmp(&b.student));
-        keys
+        solved.sort_by(|a, b| a.0.student.cmp(&b.0.student));
+        solved
     }
 }
 
 /// The student whose sheet `sub`'s answers fit, every part right, when they do not fit the
 /// student's own: answers copied from a classmate.
-fn fits_another(sub: &Submission, own: &Key, marks: &[Mark], others: &[Key]) -> Option<String> {
+fn fits_another(
+    sub: &Submission,
+    own: &Key,
+    marks: &[Mark],
+    others: &[(Key, MultiHeadOutput)],
+) -> Option<String> {
     let all_right = |marks: &[Mark]| marks.iter().all(|m| m.verdict == Verdict::Right);
     if all_right(marks) {
         return None;
     }
     others
         .iter()
-        .filter(|key| key.student != own.student)
-        .find(|key| grade(key, sub).is_ok_and(|marks| all_right(&marks)))
-        .map(|key| key.student.clone())
+        .filter(|(key, _)| key.student != own.student)
+        .find(|(key, solution)| {
+            grade_solved(key, solution, sub).is_ok_and(|marks| all_right(&marks))
+        })
+        .map(|(key, _)| key.student.clone())
 }
 
 fn read_key(path: &Path) -> Result<Key> {
@@ -173,7 +192,7 @@ struct Outcome {
     fits: Option<String>,
 }
 
-fn grade_one(keys: &Keys, others: &[Key], found: &Found) -> Outcome {
+fn grade_one(keys: &Keys, others: &[(Key, MultiHeadOutput)], found: &Found) -> Outcome {
     let fallback = match found {
         Found::Json(p) => stem(p),
         Found::NpyDir(p) => p
@@ -297,7 +316,7 @@ pub fn run(args: GradeArgs) -> Result<u8> {
             "no submissions found (ID.json files or ID/ folders of .npy files)",
         ));
     }
-    let others = keys.all();
+    let others = keys.others();
     let mut outcomes: Vec<Outcome> = found.iter().map(|f| grade_one(&keys, &others, f)).collect();
     // A second submission for the same student is not graded: say so rather than guess.
     let mut seen = std::collections::BTreeSet::new();

@@ -1,7 +1,7 @@
 //! Judging each answer matrix: right, carried forward, or wrong with the mistake named.
 
 use attention_lab::np::round;
-use attention_lab::prelude::Softmax;
+use attention_lab::prelude::{MultiHeadOutput, Softmax};
 use attention_lab_io::error::Result;
 use ndarray::{concatenate, s, Axis};
 
@@ -333,8 +333,16 @@ fn with_mask<'m>(mut inputs: Vec<&'m M>, mask: Option<&'m M>) -> Vec<&'m M> {
 /// # Errors
 /// The key's shape message, or the submission's first wrong shape.
 pub fn grade(key: &Key, sub: &Submission) -> Result<Vec<Mark>> {
-    let solution = key.solution()?;
-    sub.check_shapes(&solution)?;
+    grade_solved(key, &key.solution()?, sub)
+}
+
+/// [`grade`] with the key's solution already computed (`key.solution()`): a class's keys are
+/// solved once, not once for each submission they are tried against.
+///
+/// # Errors
+/// The submission's first wrong shape.
+pub fn grade_solved(key: &Key, solution: &MultiHeadOutput, sub: &Submission) -> Result<Vec<Mark>> {
+    sub.check_shapes(solution)?;
     let mine = &sub.answers;
     let p = key.precision;
     // A masked sheet's score and weight steps take the mask as their last input.
