@@ -108,7 +108,7 @@ pub fn start(
                     startup_seconds: seconds,
                 })
             }
-            Err(reason) => fallback = Some(reason),
+            Err(reason) => fallback = Some(reason.to_string()),
         }
     }
     progress.set_message(format!("{label} (starting evcxr)"));

@@ -13,6 +13,9 @@ pub mod report;
 pub mod runner;
 pub mod terminal;
 
+/// Why the batch engine hands a notebook to evcxr.
+pub use batch::Fallback;
+
 use compare::CompareOptions;
 use engine::{CellRun, EngineKind, KernelOptions, Output, Session};
 use indicatif::{ProgressBar, ProgressStyle};

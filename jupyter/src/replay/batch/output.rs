@@ -1,6 +1,7 @@
 //! The program's output split back into cells at the markers, each cell's streams, results and
 //! time.
 
+use super::Fallback;
 use crate::replay::engine::{panic_line, push_line, CellRun, Output};
 use regex::Regex;
 use std::collections::{BTreeMap, HashMap};
@@ -109,7 +110,7 @@ pub(super) fn outputs(stdout: &str, stderr: &str) -> Vec<Output> {
 
 impl Program {
     /// The program's output, cut back into cells.
-    pub(super) fn split(&self, run: &Finished) -> Result<HashMap<usize, CellRun>, String> {
+    pub(super) fn split(&self, run: &Finished) -> Result<HashMap<usize, CellRun>, Fallback> {
         let stdout = pieces(&run.stdout);
         let stderr = pieces(&run.stderr);
         let cell_name = |position: Option<usize>| {
@@ -119,10 +120,10 @@ impl Program {
         };
         let last = stdout.iter().rev().find_map(|piece| piece.cell);
         if stdout.iter().any(|piece| piece.error) {
-            return Err(format!(
-                "{} returned an error through `?` (evcxr goes on with the next cell)",
-                cell_name(last)
-            ));
+            return Err(Fallback::Raised {
+                place: cell_name(last),
+                why: "returned an error through `?` (evcxr goes on with the next cell)".into(),
+            });
         }
         if !run.status.success() {
             let text = String::from_utf8_lossy(&run.stderr);
@@ -135,7 +136,10 @@ impl Program {
                     format!("panicked: {message}")
                 })
                 .unwrap_or_else(|| format!("ended with {}", run.status));
-            return Err(format!("{} {why}", cell_name(last)));
+            return Err(Fallback::Raised {
+                place: cell_name(last),
+                why,
+            });
         }
         let expected: Vec<Option<usize>> = self.cells.iter().map(|c| Some(c.position)).collect();
         let order = |all: &[Piece]| -> Vec<Option<usize>> {
@@ -147,7 +151,7 @@ impl Program {
             || !complete(&stdout)
             || !complete(&stderr)
         {
-            return Err("the program's output does not split into its cells (a cell printed the marker, or the program ended early)".into());
+            return Err(Fallback::Split);
         }
         let mut runs = HashMap::new();
         for (index, (out, err)) in stdout.iter().zip(&stderr).enumerate() {

@@ -1,5 +1,6 @@
 //! The cells as the code of one program: statements, the shown expression, the markers.
 
+use super::Fallback;
 use crate::replay::notebook::Notebook;
 use ra_ap_syntax::{ast, AstNode, Edition, SourceFile};
 use regex::Regex;
@@ -47,7 +48,7 @@ impl Program {
     }
 
     /// Reads the cells to run (all code cells but nbval-skip ones).
-    pub(super) fn new(notebook: &Notebook, folder: &Path) -> Result<Program, String> {
+    pub(super) fn new(notebook: &Notebook, folder: &Path) -> Result<Program, Fallback> {
         let mut program = Program::empty();
         for (position, cell) in notebook.cells.iter().enumerate() {
             if !cell.is_code() || cell.has_tag("nbval-skip") {
@@ -55,17 +56,19 @@ impl Program {
             }
             let number = position + 1;
             if cell.has_tag("raises-exception") {
-                return Err(format!(
-                    "cell {number} is tagged raises-exception (a program that stops there runs no further)"
-                ));
+                return Err(Fallback::Cell {
+                    cell: number,
+                    why: "is tagged raises-exception (a program that stops there runs no further)"
+                        .into(),
+                });
             }
             let source = cell.source.text();
             let code = program
                 .commands(&source, folder)
-                .map_err(|problem| format!("cell {number} {problem}"))?;
+                .map_err(|why| Fallback::Cell { cell: number, why })?;
             let cell = program
                 .statements(position, code)
-                .map_err(|problem| format!("cell {number} {problem}"))?;
+                .map_err(|why| Fallback::Cell { cell: number, why })?;
             program.cells.push(cell);
         }
         Ok(program)

@@ -1,5 +1,6 @@
 //! The program's cargo project, in a build folder of its own, and its build.
 
+use super::Fallback;
 use crate::replay::engine::first_line;
 use regex::Regex;
 use serde_json::Value;
@@ -14,8 +15,9 @@ use super::BUILD_TIMEOUT;
 
 /// The notebook's build folder: `replay-batch/STEM-HASH` under the cache, the hash of its
 /// canonical path keeping two notebooks of one name apart.
-pub(super) fn project_folder(path: &Path) -> Result<PathBuf, String> {
-    let cache = crate::kernel::cache_dir().map_err(|error| error.to_string())?;
+pub(super) fn project_folder(path: &Path) -> Result<PathBuf, Fallback> {
+    let cache =
+        crate::kernel::cache_dir().map_err(|error| Fallback::Environment(error.to_string()))?;
     let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let hash = Sha256::digest(canonical.to_string_lossy().as_bytes());
     let hex: String = hash[..6].iter().map(|b| format!("{b:02x}")).collect();
@@ -32,15 +34,17 @@ pub(super) fn project_folder(path: &Path) -> Result<PathBuf, String> {
 
 /// Writes `text` to `path` unless it already holds it: cargo rebuilds what changed, and an
 /// unchanged notebook then costs no compile.
-fn write_if_changed(path: &Path, text: &str) -> Result<(), String> {
+fn write_if_changed(path: &Path, text: &str) -> Result<(), Fallback> {
     if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
         return Ok(());
     }
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
+        std::fs::create_dir_all(parent).map_err(|error| {
+            Fallback::Environment(format!("cannot create {}: {error}", parent.display()))
+        })?;
     }
-    std::fs::write(path, text).map_err(|error| format!("cannot write {}: {error}", path.display()))
+    std::fs::write(path, text)
+        .map_err(|error| Fallback::Environment(format!("cannot write {}: {error}", path.display())))
 }
 
 /// The project's Cargo.toml: the `:dep` lines, evcxr's edition, dependencies optimised as
@@ -86,7 +90,7 @@ fn seed_lock(program: &Program, project: &Path) {
 
 /// Compiles the program; a value whose type has no `evcxr_display` is shown by `{:?}` after
 /// a second build, as evcxr falls back. Returns the executable.
-pub(super) fn build(program: &mut Program, project: &Path) -> Result<PathBuf, String> {
+pub(super) fn build(program: &mut Program, project: &Path) -> Result<PathBuf, Fallback> {
     let name = project
         .file_name()
         .map(|n| n.to_string_lossy().replace('-', "_"))
@@ -106,8 +110,10 @@ pub(super) fn build(program: &mut Program, project: &Path) -> Result<PathBuf, St
             .env("CARGO_TARGET_DIR", &target)
             .stdin(Stdio::null());
         let finished = run_until(command, BUILD_TIMEOUT).map_err(|error| match error {
-            RunError::TimedOut => format!("the build ran past {} s", BUILD_TIMEOUT.as_secs()),
-            RunError::Start(error) => format!("cannot run cargo: {error}"),
+            RunError::TimedOut => {
+                Fallback::TimedOut(format!("the build ran past {} s", BUILD_TIMEOUT.as_secs()))
+            }
+            RunError::Start(error) => Fallback::Environment(format!("cannot run cargo: {error}")),
         })?;
         let messages: Vec<Value> = String::from_utf8_lossy(&finished.stdout)
             .lines()
@@ -119,17 +125,17 @@ pub(super) fn build(program: &mut Program, project: &Path) -> Result<PathBuf, St
                 .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == name)
                 .find_map(|m| m["executable"].as_str())
                 .map(PathBuf::from)
-                .ok_or_else(|| "cargo named no executable".into());
+                .ok_or_else(|| Fallback::Environment("cargo named no executable".into()));
         }
         let errors = compile_errors(&messages);
         let Some(first) = errors.first() else {
             let text = String::from_utf8_lossy(&finished.stderr);
-            return Err(format!(
+            return Err(Fallback::Build(format!(
                 "the build failed: {}",
                 text.lines()
                     .find(|l| l.starts_with("error"))
                     .unwrap_or(text.trim())
-            ));
+            )));
         };
         let owner = |line: usize| owners.get(line.wrapping_sub(1)).copied().flatten();
         let displays: Vec<usize> = errors
@@ -144,11 +150,12 @@ pub(super) fn build(program: &mut Program, project: &Path) -> Result<PathBuf, St
         }
         let (line, message) = first;
         let place = owner(*line).map_or("the program".to_owned(), |o| format!("cell {}", o.0 + 1));
-        return Err(format!(
-            "{place} does not compile as part of one program: {message}"
-        ));
+        return Err(Fallback::Compile {
+            place,
+            message: message.clone(),
+        });
     }
-    Err("the build failed twice".into())
+    Err(Fallback::Build("the build failed twice".into()))
 }
 
 /// Errors in `main.rs` from cargo's JSON messages: the primary span's line and the message.
