@@ -30,11 +30,15 @@ pub mod supervise;
 #[cfg(feature = "evcxr")]
 pub mod wrapper;
 /// Without the `evcxr` feature (the fuzz targets' build, which would otherwise compile evcxr
-/// and rust-analyzer with sanitizers): replay's readers only.
+/// and rust-analyzer with sanitizers): replay's readers only, and its depth check with
+/// `parse`.
 #[cfg(not(feature = "evcxr"))]
 pub mod replay {
     #[path = "compare.rs"]
     pub mod compare;
+    #[cfg(feature = "parse")]
+    #[path = "depth.rs"]
+    pub mod depth;
     #[path = "notebook.rs"]
     pub mod notebook;
 }
