@@ -96,7 +96,8 @@ pub fn check(notebook: &Notebook) -> Result<()> {
 /// a `,` or `;` ends the run. The result is the deepest sum of the open levels' runs.
 fn token_depth(code: &str) -> usize {
     use SyntaxKind::*;
-    let lexed = LexedStr::new(Edition::Edition2024, code);
+    let text = not_a_file_start(code);
+    let lexed = LexedStr::new(Edition::Edition2024, &text);
     // One run for each open bracket, and their sum.
     let (mut runs, mut sum, mut deepest) = (vec![0usize], 0usize, 0usize);
     for i in 0..lexed.len() {
@@ -121,7 +122,7 @@ fn token_depth(code: &str) -> usize {
 /// The depth of `code`'s syntax tree, walked without recursion; a tree deeper than
 /// [`MAX_DEPTH`] is leaked, not freed: rust-analyzer frees trees recursively on a small stack.
 fn tree_depth(code: &str) -> usize {
-    let parse = SourceFile::parse(code, Edition::Edition2024);
+    let parse = SourceFile::parse(&not_a_file_start(code), Edition::Edition2024);
     let (mut depth, mut deepest) = (0usize, 0usize);
     for event in parse.tree().syntax().preorder_with_tokens() {
         match event {
@@ -141,11 +142,26 @@ fn tree_depth(code: &str) -> usize {
     deepest
 }
 
+/// `code` after a `;`: a cell is never the start of a file (evcxr and the batch engine put it
+/// in a function), and at a file's start rust-analyzer's lexer reads `---` as a frontmatter
+/// fence, and panics on some (`----A@{` ... `--`). The `;` adds no depth.
+fn not_a_file_start(code: &str) -> String {
+    format!(";{code}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     // The hostile cells of issue 30 are replayed in cli/tests/replay_input.rs.
+    #[test]
+    fn a_cell_that_starts_as_a_frontmatter_fence_is_read() {
+        // Found by fuzz/fuzz_targets/cell_depth.rs: rust-analyzer's lexer panicked on it.
+        for code in ["----A@{\n\n--", "---\n", "---", "  ---x\n---\nfn f() {}"] {
+            assert!(nesting(code).unwrap() < 20, "{code:?}");
+        }
+    }
+
     #[test]
     fn code_at_the_limit_is_measured_exactly_enough() {
         // A sum of n terms is a tree about n deep: the limit lands between 500 and 2000 terms.
