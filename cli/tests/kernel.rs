@@ -398,6 +398,22 @@ fn bad_messages_on_every_channel_change_nothing_and_the_owner_s_shutdown_ends_it
         .find(|m| m.msg_type() == "execute_result")
         .expect("no result");
     assert_eq!(result.content["data"]["text/plain"], "42");
+    // A cell that does not compile: an error message with rustc's words, and the reply says so.
+    let (reply, published) = client.execute(&mut shell, &mut iopub, "let y: i32 = \"s\";");
+    assert_eq!(reply.content["status"], "error", "{:?}", reply.content);
+    let error = published
+        .iter()
+        .find(|m| m.msg_type() == "error")
+        .expect("no error message");
+    assert!(
+        error.content["evalue"]
+            .as_str()
+            .unwrap_or("")
+            .contains("mismatched types"),
+        "{:?}",
+        error.content
+    );
+    assert_eq!(reply.content["evalue"], error.content["evalue"]);
 
     let shutdown = Message::new(
         &client.session,

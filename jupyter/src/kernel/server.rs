@@ -468,47 +468,28 @@ impl Shell {
         if self.flush.send(done).is_ok() {
             let _ = wait.recv_timeout(Duration::from_secs(5));
         }
-        let reply = match result {
-            Ok(outputs) => {
-                if !outputs.content_by_mime_type.is_empty() {
-                    let data: serde_json::Map<String, Value> = outputs
-                        .content_by_mime_type
-                        .into_iter()
-                        .map(|(mime, text)| {
-                            let value = match mime.contains("json") {
-                                true => serde_json::from_str(&text).unwrap_or(Value::String(text)),
-                                false => Value::String(text),
-                            };
-                            (mime, value)
-                        })
-                        .collect();
-                    let content = json!({"execution_count": count, "data": data, "metadata": {}});
-                    kernel.publish(request.reply(&kernel.session, "execute_result", content));
-                }
-                if let Some(took) = outputs.timing {
-                    let html = format!(
-                        "<span style=\"color: rgba(0,0,0,0.4);\">Took {}ms</span>",
-                        took.as_millis()
-                    );
-                    let content = json!({"execution_count": count, "data": {"text/html": html}, "metadata": {}});
-                    kernel.publish(request.reply(&kernel.session, "execute_result", content));
-                }
+        // The outputs of the cell's result as replay's evcxr engine records them: one piece of
+        // code for both.
+        let (outputs, _) = crate::replay::runner::outcome(Vec::new(), result);
+        let mut failed = None;
+        for output in &outputs {
+            let (kind, content) = output.to_message(count);
+            if kind == "error" {
+                failed = Some(content.clone());
+            }
+            kernel.publish(request.reply(&kernel.session, kind, content));
+        }
+        let reply = match failed {
+            None => {
                 json!({"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []})
             }
-            Err(error) => {
-                let mut last = json!({});
-                for content in errors(&error, code, count) {
-                    kernel.publish(request.reply(&kernel.session, "error", content.clone()));
-                    last = content;
-                }
-                json!({
-                    "status": "error",
-                    "execution_count": count,
-                    "ename": last["ename"],
-                    "evalue": last["evalue"],
-                    "traceback": last["traceback"],
-                })
-            }
+            Some(error) => json!({
+                "status": "error",
+                "execution_count": count,
+                "ename": error["ename"],
+                "evalue": error["evalue"],
+                "traceback": error["traceback"],
+            }),
         };
         *kernel.running.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.reply(request, "execute_reply", reply);
@@ -572,49 +553,6 @@ fn byte_offset(code: &str, cursor: usize) -> usize {
 fn char_offset(code: &str, byte: usize) -> usize {
     code.get(..byte)
         .map_or(code.chars().count(), |head| head.chars().count())
-}
-
-/// The `error` messages of a failed cell: one per compiler error, with rustc's report of the
-/// user's code as the traceback.
-fn errors(error: &evcxr::Error, code: &str, count: u64) -> Vec<Value> {
-    let evcxr::Error::CompilationErrors(errors) = error else {
-        let text = error.to_string();
-        return vec![json!({"ename": "Error", "evalue": text, "traceback": [text]})];
-    };
-    errors
-        .iter()
-        .map(|error| {
-            let file = format!("command_{count}");
-            let mut traceback = Vec::new();
-            if error.is_from_user_code() {
-                if let Some(report) =
-                    error.build_report(file.clone(), code.to_string(), evcxr::Theme::Light)
-                {
-                    let mut text = Vec::new();
-                    if report
-                        .write(ariadne::sources([(file, code)]), &mut text)
-                        .is_ok()
-                    {
-                        traceback = String::from_utf8_lossy(&text)
-                            .lines()
-                            .map(str::to_string)
-                            .collect();
-                    }
-                }
-                if traceback.is_empty() {
-                    for spanned in error.spanned_messages() {
-                        traceback.extend(spanned.lines.iter().cloned());
-                        traceback.push(spanned.label.clone());
-                    }
-                    traceback.push(error.message());
-                    traceback.extend(error.help().into_iter().map(|h| format!("help: {h}")));
-                }
-            } else {
-                traceback.push(error.message());
-            }
-            json!({"ename": "Error", "evalue": error.message(), "traceback": traceback})
-        })
-        .collect()
 }
 
 #[cfg(test)]

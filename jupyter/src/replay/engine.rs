@@ -112,13 +112,59 @@ impl Output {
             }),
         }
     }
+
+    /// The message that carries this output on Jupyter's wire (the kernel's): its type and
+    /// content; `count` is the cell's execution count.
+    ///
+    /// ```
+    /// use attention_lab_jupyter::replay::engine::Output;
+    /// use std::collections::BTreeMap;
+    /// let shown = Output::Result(BTreeMap::from([("text/plain".into(), "6\n7".into())]));
+    /// let (kind, content) = shown.to_message(4);
+    /// assert_eq!((kind, &content["data"]["text/plain"]), ("execute_result", &"6\n7".into()));
+    /// ```
+    pub fn to_message(&self, count: u64) -> (&'static str, Value) {
+        match self {
+            Output::Stream { stderr, text } => (
+                "stream",
+                serde_json::json!({"name": if *stderr { "stderr" } else { "stdout" }, "text": text}),
+            ),
+            Output::Result(data) => {
+                let data: Map<String, Value> = data
+                    .iter()
+                    .map(|(mime, content)| {
+                        let whole = || Value::String(content.clone());
+                        (
+                            mime.clone(),
+                            parsed_json(mime, content).unwrap_or_else(whole),
+                        )
+                    })
+                    .collect();
+                let content =
+                    serde_json::json!({"execution_count": count, "data": data, "metadata": {}});
+                ("execute_result", content)
+            }
+            Output::Error { evalue, traceback } => (
+                "error",
+                serde_json::json!({"ename": "Error", "evalue": evalue, "traceback": traceback}),
+            ),
+        }
+    }
+}
+
+/// The content of a JSON MIME type, parsed (as nbformat and Jupyter's messages keep it), or
+/// None for another type or text that is not JSON.
+fn parsed_json(mime: &str, content: &str) -> Option<Value> {
+    mime.contains("json")
+        .then(|| serde_json::from_str(content).ok())
+        .flatten()
 }
 
 /// nbformat keeps JSON MIME types parsed, splits text ones into lines and leaves binary
 /// (base64) ones whole.
 fn mime_value(mime: &str, content: &str) -> Value {
     if mime.contains("json") {
-        serde_json::from_str(content).unwrap_or_else(|_| Value::String(content.to_owned()))
+        parsed_json(mime, content).unwrap_or_else(|| Value::String(content.to_owned()))
     } else if mime.starts_with("text/")
         || mime == "image/svg+xml"
         || mime == "application/javascript"

@@ -391,7 +391,7 @@ fn settle(collected: &Collected) {
 /// message `line + "\n"` (Jupyter merges consecutive messages of one stream), then an
 /// `execute_result` holding `content_by_mime_type`, then a "Took Nms" HTML result when
 /// `:timing` is on, or one `error` output per compilation error.
-fn outcome(
+pub(crate) fn outcome(
     lines: Vec<(&'static str, String)>,
     result: Result<evcxr::EvalOutputs, evcxr::Error>,
 ) -> (Vec<Output>, Option<Raised>) {
@@ -427,8 +427,8 @@ fn outcome(
             for error in &errors {
                 let mut traceback = Vec::new();
                 if error.is_from_user_code() {
-                    // evcxr_jupyter renders an ariadne report here; tracebacks
-                    // are never compared, so this plain form is enough.
+                    // The kernel shows this traceback too (kernel::server); replay never
+                    // compares tracebacks.
                     for spanned in error.spanned_messages() {
                         traceback.extend(spanned.lines.iter().cloned());
                         match &spanned.span {
