@@ -447,3 +447,34 @@ fn bad_messages_on_every_channel_change_nothing_and_the_owner_s_shutdown_ends_it
     }
     assert!(log.contains("signature does not match the key"), "{log}");
 }
+
+#[test]
+fn a_bad_connection_file_is_one_line_naming_it_with_status_2() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("connection.json");
+    for (text, says) in [
+        ("not json", "not a Jupyter connection file"),
+        (
+            r#"{"ip": "127.0.0.1", "transport": "udp", "shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4, "hb_port": 5}"#,
+            "transport \"udp\"",
+        ),
+        (
+            r#"{"ip": "127.0.0.1", "signature_scheme": "hmac-md5", "shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4, "hb_port": 5}"#,
+            "hmac-sha256 only",
+        ),
+    ] {
+        fs::write(&file, text).unwrap();
+        let out = command(home.path())
+            .args(["kernel", "serve", "--control-file"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&file.display().to_string()) && stderr.contains(says),
+            "{stderr}"
+        );
+    }
+}

@@ -101,7 +101,7 @@ pub fn serve_if_asked() -> Option<u8> {
         Ok(()) => 0,
         Err(error) => {
             warn(&format!("attention-lab kernel: {error}"));
-            1
+            error.status()
         }
     })
 }
