@@ -20,7 +20,7 @@
 //! ```
 
 use hmac::{Hmac, KeyInit, Mac};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use sha2::Sha256;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -294,9 +294,4 @@ impl Message {
         frames.extend(self.buffers.iter().cloned());
         frames
     }
-}
-
-/// An empty JSON object, for content with nothing to say.
-pub fn empty() -> Value {
-    Value::Object(Map::new())
 }

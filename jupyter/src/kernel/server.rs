@@ -99,22 +99,29 @@ impl Kernel {
     /// Publishes a message on iopub; a failed send is one line in the log (the frontend
     /// reconnects), never the kernel's end.
     fn publish(&self, message: Message) {
-        let frames = message.encode(&self.key);
-        let Some(zmq) = to_zmq(frames) else { return };
         let mut iopub = self.iopub.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(error) = self.runtime.block_on(iopub.send(zmq)) {
-            warn(&format!("attention-lab kernel: iopub: {error}"));
+        self.send(&mut *iopub, "iopub", &message);
+    }
+
+    /// Signs and sends `message` on `socket`; a failed send is one line naming `what`.
+    fn send(&self, socket: &mut impl SocketSend, what: &str, message: &Message) {
+        let frames: Vec<bytes::Bytes> = message
+            .encode(&self.key)
+            .into_iter()
+            .map(bytes::Bytes::from)
+            .collect();
+        // Never empty: every message has its delimiter and parts.
+        let Ok(zmq) = ZmqMessage::try_from(frames) else {
+            return;
+        };
+        if let Err(error) = self.runtime.block_on(socket.send(zmq)) {
+            warn(&format!("attention-lab kernel: {what}: {error}"));
         }
     }
 
     fn status(&self, parent: &Message, state: &str) {
         self.publish(parent.reply(&self.session, "status", json!({"execution_state": state})));
     }
-}
-
-fn to_zmq(frames: Vec<Vec<u8>>) -> Option<ZmqMessage> {
-    let frames: Vec<bytes::Bytes> = frames.into_iter().map(bytes::Bytes::from).collect();
-    ZmqMessage::try_from(frames).ok()
 }
 
 /// A ROUTER channel (shell, control) read on the calling thread.
@@ -148,17 +155,10 @@ impl Channel {
     }
 
     fn send(&mut self, kernel: &Kernel, message: Message) {
-        let Some(zmq) = to_zmq(message.encode(&kernel.key)) else {
-            return;
-        };
         // The peer may have gone (a transient channel of the server): the reply has no one
         // to go to, which is no fault of the kernel.
-        if let Err(error) = kernel.runtime.block_on(self.socket.send(zmq)) {
-            warn(&format!(
-                "attention-lab kernel: {} reply: {error}",
-                self.name
-            ));
-        }
+        let what = format!("{} reply", self.name);
+        kernel.send(&mut self.socket, &what, &message);
     }
 }
 
@@ -172,46 +172,19 @@ pub fn serve(connection_file: &Path) -> Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| problem!("kernel: no runtime: {e}"))?;
-    let endpoint = |port| connection.endpoint(port);
+        .map_err(|e| problem!("no runtime: {e}"))?;
     let (shell, control, stdin, iopub, hb) = runtime.block_on(async {
-        let mut shell = zeromq::RouterSocket::new();
-        let mut control = zeromq::RouterSocket::new();
-        let mut stdin = zeromq::RouterSocket::new();
-        let mut iopub = zeromq::PubSocket::new();
-        let mut hb = zeromq::RepSocket::new();
-        for (name, port, result) in [
-            (
-                "shell",
-                connection.shell_port,
-                shell.bind(&endpoint(connection.shell_port)).await,
-            ),
-            (
-                "control",
-                connection.control_port,
-                control.bind(&endpoint(connection.control_port)).await,
-            ),
-            (
-                "stdin",
-                connection.stdin_port,
-                stdin.bind(&endpoint(connection.stdin_port)).await,
-            ),
-            (
-                "iopub",
-                connection.iopub_port,
-                iopub.bind(&endpoint(connection.iopub_port)).await,
-            ),
-            (
-                "hb",
-                connection.hb_port,
-                hb.bind(&endpoint(connection.hb_port)).await,
-            ),
-        ] {
-            result.map_err(|e| {
-                problem!("kernel: cannot listen on {} ({name}): {e}", endpoint(port))
-            })?;
-        }
-        Ok::<_, attention_lab_io::error::Error>((shell, control, stdin, iopub, hb))
+        Ok::<_, attention_lab_io::error::Error>((
+            listen::<zeromq::RouterSocket>("shell", connection.endpoint(connection.shell_port))
+                .await?,
+            listen::<zeromq::RouterSocket>("control", connection.endpoint(connection.control_port))
+                .await?,
+            listen::<zeromq::RouterSocket>("stdin", connection.endpoint(connection.stdin_port))
+                .await?,
+            listen::<zeromq::PubSocket>("iopub", connection.endpoint(connection.iopub_port))
+                .await?,
+            listen::<zeromq::RepSocket>("hb", connection.endpoint(connection.hb_port)).await?,
+        ))
     })?;
     let kernel = Arc::new(Kernel {
         runtime: runtime.handle().clone(),
@@ -223,8 +196,7 @@ pub fn serve(connection_file: &Path) -> Result<()> {
     // The stdin channel is bound (clients connect to it) but cells never read input.
     let _stdin = stdin;
     spawn_heartbeat(&kernel, hb);
-    let (context, outputs) =
-        evcxr::CommandContext::new().map_err(|e| problem!("kernel: evcxr: {e}"))?;
+    let (context, outputs) = evcxr::CommandContext::new().map_err(|e| problem!("evcxr: {e}"))?;
     let child = context.process_handle();
     let flush = spawn_outputs(&kernel, outputs);
     let mut shell = Shell {
@@ -250,11 +222,21 @@ pub fn serve(connection_file: &Path) -> Result<()> {
         std::thread::Builder::new()
             .name(crate::priority::SERVING_THREAD.into())
             .spawn(move || control_loop(&kernel, channel, child))
-            .map_err(|e| problem!("kernel: no thread for control: {e}"))?;
+            .map_err(|e| problem!("no thread for control: {e}"))?;
     }
     shell.run();
     drop(runtime);
     Ok(())
+}
+
+/// A socket of kind `S` listening on `endpoint` (the channel `name`'s).
+async fn listen<S: Socket>(name: &str, endpoint: String) -> Result<S> {
+    let mut socket = S::new();
+    socket
+        .bind(&endpoint)
+        .await
+        .map_err(|e| problem!("cannot listen on {endpoint} ({name}): {e}"))?;
+    Ok(socket)
 }
 
 fn spawn_heartbeat(kernel: &Arc<Kernel>, mut hb: zeromq::RepSocket) {
