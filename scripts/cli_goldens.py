@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the inputs and NumPy's expected outputs for the CLI tests into classroom/tests/data/.
+"""Write the inputs and NumPy's expected outputs for the CLI tests into cli/classroom/tests/data/.
 
 Run: .venv/bin/python scripts/cli_goldens.py
 Deterministic (fixed seeds); rerunning rewrites the same bytes.
@@ -24,7 +24,7 @@ from contextlib import redirect_stdout
 import repo_venv  # noqa: F401  (re-runs this script under the repository's .venv)
 import numpy as np
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "classroom", "tests", "data")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli", "classroom", "tests", "data")
 
 
 def fresh(sub):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the class of 30 that classroom/tests/grade.rs generates, answers and grades, and the
+"""Write the class of 30 that cli/classroom/tests/grade.rs generates, answers and grades, and the
 gradebook `attention-lab grade` must write for it, computed here with NumPy alone.
 
 Run: .venv/bin/python scripts/grade_goldens.py
@@ -27,7 +27,7 @@ import os
 import repo_venv  # noqa: F401  (re-runs this script under the repository's .venv)
 import numpy as np
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "classroom", "tests", "data", "grade")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli", "classroom", "tests", "data", "grade")
 SECRET = b"grade-test-secret"
 TOKENS, DIM, HEADS, DK, DECIMALS, PRECISION = 2, 4, 2, 3, 1, 4
 TOL = 10.0 ** -PRECISION

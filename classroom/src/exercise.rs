@@ -14,87 +14,97 @@ use crate::solve::{combined_mask, labels, steps, Part};
 use attention_lab::np::{array_str, round, PrintOptions, RandomState};
 use attention_lab::prelude::Mask;
 use attention_lab_io::error::{print, write_file, Error, Result};
-use clap::builder::RangedU64ValueParser;
-use clap::{Args, ValueEnum};
 use ndarray::Array2;
+use std::ops::RangeInclusive;
 
-/// Arguments of `attention-lab exercise`.
-#[derive(Debug, Args)]
-#[command(after_help = "Example:\n  \
-    attention-lab exercise --seed 7 --answers --format tex --output sheet.tex && pdflatex sheet.tex\n\n\
-    Draw order from np.random.RandomState(SEED): X = randint(0, 3, (TOKENS, DIM)); then per\n\
-    head W_Q, W_K, W_V = round(uniform(-1, 1, (DIM, DK)), DECIMALS); then\n\
-    W_O = round(uniform(-1, 1, (HEADS * DK, DIM)), DECIMALS). The same seed and options\n\
-    always give the same sheet, byte for byte.\n\n\
-    A decoder's sheet (a causal mask, the last token padding; the key has the masked steps):\n  \
-    attention-lab exercise --seed 7 --tokens 3 --causal --padding 1 --answers\n\n\
-    A class (a sheet and a key per student; the seeds come from each id and the secret):\n  \
-    attention-lab exercise --roster class.csv --out class --secret-file secret.txt")]
-pub struct ExerciseArgs {
+/// The largest and smallest sheets: a sheet is worked by hand. The flags of `exercise` take
+/// these ranges, and [`draw`] refuses a value outside them.
+pub const TOKENS: RangeInclusive<u64> = 1..=16;
+/// The range of [`Options::dim`].
+pub const DIM: RangeInclusive<u64> = 1..=16;
+/// The range of [`Options::heads`].
+pub const HEADS: RangeInclusive<u64> = 1..=8;
+/// The range of [`Options::dk`].
+pub const DK: RangeInclusive<u64> = 1..=16;
+/// The range of [`Options::decimals`].
+pub const DECIMALS: RangeInclusive<u64> = 0..=4;
+/// The range of [`Options::padding`] (and at most `tokens - 1`).
+pub const PADDING: RangeInclusive<u64> = 0..=15;
+/// The range of [`Options::precision`].
+pub const PRECISION: RangeInclusive<u64> = 0..=8;
+
+/// A sheet to make, as `exercise`'s flags give it: one (`seed`) or a class's (`roster`).
+///
+/// ```
+/// use attention_lab_classroom::exercise::{draw, Options};
+/// let sheet = Options { seed: Some(7), tokens: 3, ..Options::default() };
+/// assert_eq!(draw(&sheet, 7)?.x.dim(), (3, 4));
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
     /// Seed of NumPy's RandomState that draws the matrices.
-    #[arg(
-        long,
-        value_name = "S",
-        required_unless_present = "roster",
-        conflicts_with = "roster"
-    )]
     pub seed: Option<u32>,
     /// Tokens, i.e. rows of X.
-    #[arg(long, default_value_t = 2, value_parser = RangedU64ValueParser::<usize>::new().range(1..=16))]
     pub tokens: usize,
     /// Model width d_model, i.e. columns of X.
-    #[arg(long, default_value_t = 4, value_parser = RangedU64ValueParser::<usize>::new().range(1..=16))]
     pub dim: usize,
     /// Number of heads.
-    #[arg(long, default_value_t = 2, value_parser = RangedU64ValueParser::<usize>::new().range(1..=8))]
     pub heads: usize,
     /// Width d_k (= d_v) of each head.
-    #[arg(long, default_value_t = 3, value_parser = RangedU64ValueParser::<usize>::new().range(1..=16))]
     pub dk: usize,
     /// Decimals of the weight matrices.
-    #[arg(long, default_value_t = 1, value_parser = RangedU64ValueParser::<i32>::new().range(0..=4))]
     pub decimals: i32,
     /// A decoder's sheet: a causal mask, each token attends only to itself and the tokens
     /// before it (as `solve --causal`).
-    #[arg(long)]
     pub causal: bool,
     /// The last N tokens of X are padding: no token attends to them (a key padding mask, as
     /// `solve --padding`). At most TOKENS - 1.
-    #[arg(long, value_name = "N", default_value_t = 0, value_parser = RangedU64ValueParser::<usize>::new().range(0..=15))]
     pub padding: usize,
     /// Digits after the decimal point in the answer key, as `solve --precision P --suppress`.
-    #[arg(long, value_name = "P", default_value_t = 4, value_parser = RangedU64ValueParser::<usize>::new().range(0..=8))]
     pub precision: usize,
     /// Markdown (LaTeX math, as GitHub and Jupyter render it) or a complete LaTeX document.
-    #[arg(long, value_enum, default_value_t = Format::Md)]
     pub format: Format,
     /// Append the worked answer key.
-    #[arg(long)]
     pub answers: bool,
     /// Write the sheet to FILE (whole or not at all, through a symlink, keeping its mode) instead of stdout.
-    #[arg(long, value_name = "FILE")]
     pub output: Option<String>,
     /// A class list (CSV with a column `id`, optionally `name`): a sheet and a key per student.
-    #[arg(long, value_name = "FILE.csv", requires = "out", conflicts_with_all = ["output", "answers", "format"])]
     pub roster: Option<std::path::PathBuf>,
     /// With --roster: write DIR/sheets/ID.{md,tex,pdf} and DIR/keys/ID.{md,tex,pdf,json}.
-    #[arg(long, value_name = "DIR", requires = "roster")]
     pub out: Option<std::path::PathBuf>,
     /// With --roster: the course secret that, with each id, makes the student's seed.
-    #[arg(
-        long,
-        value_name = "SECRET",
-        requires = "roster",
-        conflicts_with = "secret_file"
-    )]
     pub secret: Option<String>,
     /// With --roster: read the course secret from FILE (its trailing newline is dropped).
-    #[arg(long, value_name = "FILE", requires = "roster")]
     pub secret_file: Option<std::path::PathBuf>,
 }
 
-/// The `--format` choices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+impl Default for Options {
+    /// The defaults of `exercise`'s flags: 2 tokens, width 4, 2 heads of 3, one decimal.
+    fn default() -> Options {
+        Options {
+            seed: None,
+            tokens: 2,
+            dim: 4,
+            heads: 2,
+            dk: 3,
+            decimals: 1,
+            causal: false,
+            padding: 0,
+            precision: 4,
+            format: Format::Md,
+            answers: false,
+            output: None,
+            roster: None,
+            out: None,
+            secret: None,
+            secret_file: None,
+        }
+    }
+}
+
+/// The sheet's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Markdown with `$...$` and `$$...$$` math.
     Md,
@@ -107,7 +117,7 @@ pub enum Format {
 ///
 /// # Errors
 /// Bad options, a file that cannot be written, a failing stdout.
-pub fn run(args: &ExerciseArgs) -> Result<()> {
+pub fn run(args: &Options) -> Result<()> {
     let seed = args.seed.unwrap_or_default();
     let layout = Layout {
         seed,
@@ -142,7 +152,7 @@ pub struct Layout {
 ///
 /// # Errors
 /// `--padding` that leaves no token to attend to.
-fn sheet_mask(args: &ExerciseArgs) -> Result<Option<Mask>> {
+fn sheet_mask(args: &Options) -> Result<Option<Mask>> {
     let tokens = args.tokens;
     if args.padding >= tokens {
         return Err(Error::at(
@@ -166,7 +176,11 @@ fn sheet_mask(args: &ExerciseArgs) -> Result<Option<Mask>> {
 }
 
 /// Draws the problem as documented in the module docs.
-pub fn draw(args: &ExerciseArgs, seed: u32) -> Result<Problem> {
+///
+/// # Errors
+/// A size outside its range (naming its flag), or padding that leaves no token.
+pub fn draw(args: &Options, seed: u32) -> Result<Problem> {
+    check(args)?;
     let mut rs = RandomState::new(seed);
     let random = |e: attention_lab::np::RandomError| Error::at("--seed", e);
     let x = rs
@@ -195,6 +209,37 @@ pub fn draw(args: &ExerciseArgs, seed: u32) -> Result<Problem> {
     })
 }
 
+/// Each size within its range, as the flags check it for the command line.
+fn check(args: &Options) -> Result<()> {
+    let sizes = [
+        ("--tokens", args.tokens as u64, TOKENS),
+        ("--dim", args.dim as u64, DIM),
+        ("--heads", args.heads as u64, HEADS),
+        ("--dk", args.dk as u64, DK),
+        (
+            "--decimals",
+            u64::try_from(args.decimals).unwrap_or(u64::MAX),
+            DECIMALS,
+        ),
+        ("--padding", args.padding as u64, PADDING),
+        ("--precision", args.precision as u64, PRECISION),
+    ];
+    for (flag, value, range) in sizes {
+        if !range.contains(&value) {
+            let shown = if flag == "--decimals" {
+                args.decimals.to_string()
+            } else {
+                value.to_string()
+            };
+            return Err(Error::at(
+                flag,
+                format!("{shown} is not in {}..={}", range.start(), range.end()),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// One piece of the sheet; [`render`] writes it in the chosen format.
 enum Block {
     /// A section heading.
@@ -212,7 +257,7 @@ enum Block {
 }
 
 /// The whole sheet as text.
-pub fn sheet(args: &ExerciseArgs, layout: &Layout) -> Result<String> {
+pub fn sheet(args: &Options, layout: &Layout) -> Result<String> {
     let problem = draw(args, layout.seed)?;
     let (tokens, dim, h, dk) = (args.tokens, args.dim, args.heads, args.dk);
     let mut blocks = vec![
@@ -284,7 +329,7 @@ pub fn sheet(args: &ExerciseArgs, layout: &Layout) -> Result<String> {
 }
 
 /// Centimetres to leave after a part: about a line and a half per row of its answers.
-fn room_to_write(args: &ExerciseArgs, part: char) -> u32 {
+fn room_to_write(args: &Options, part: char) -> u32 {
     let rows = args.tokens as u32;
     let heads = args.heads as u32;
     let cm = match part {
@@ -296,7 +341,7 @@ fn room_to_write(args: &ExerciseArgs, part: char) -> u32 {
 }
 
 /// What a masked sheet says about its mask.
-fn mask_text(args: &ExerciseArgs) -> String {
+fn mask_text(args: &Options) -> String {
     let mut text = String::new();
     if args.causal {
         text.push_str(
@@ -338,7 +383,7 @@ fn bmatrix_mask(mask: &Mask) -> String {
 }
 
 /// The wording of parts (a) to (d), the letter first.
-fn part_texts(args: &ExerciseArgs) -> [(char, String); 4] {
+fn part_texts(args: &Options) -> [(char, String); 4] {
     let names: Vec<String> = (1..=args.heads).map(|i| format!("Z_{i}")).collect();
     [
         (
@@ -383,7 +428,7 @@ fn part_texts(args: &ExerciseArgs) -> [(char, String); 4] {
 }
 
 /// The worked answers: the matrices `solve --precision P --suppress` prints, grouped by part.
-fn answer_key(args: &ExerciseArgs, problem: &Problem, fixed: bool) -> Result<Vec<Block>> {
+fn answer_key(args: &Options, problem: &Problem, fixed: bool) -> Result<Vec<Block>> {
     let out = problem.solution()?;
     let labels = labels(&out, problem.mask.is_some());
     let steps = steps(&out, &labels);
@@ -429,7 +474,7 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// The widest matrix on the sheet, for LaTeX's `MaxMatrixCols` (10 by default).
-fn max_cols(args: &ExerciseArgs) -> usize {
+fn max_cols(args: &Options) -> usize {
     [args.dim, args.dk, args.tokens, args.heads * args.dk]
         .into_iter()
         .max()

@@ -4,7 +4,7 @@
 //! student's key cannot be rebuilt from an id. The seed is never printed on a sheet. The same
 //! roster, secret and options give the same files, byte for byte.
 
-use crate::exercise::{draw, sheet, ExerciseArgs, Format, Layout};
+use crate::exercise::{draw, sheet, Format, Layout, Options};
 use crate::solve::{matrix_json, to_json};
 use crate::student::{read_roster, student_seed, Student};
 use attention_lab_io::error::{io_problem, io_text, warn, write_file, Error, Result};
@@ -12,7 +12,7 @@ use attention_lab_io::problem;
 use std::path::{Path, PathBuf};
 
 /// The course secret from `--secret` or `--secret-file`.
-fn secret(args: &ExerciseArgs) -> Result<Vec<u8>> {
+fn secret(args: &Options) -> Result<Vec<u8>> {
     let secret = match (&args.secret, &args.secret_file) {
         (Some(s), _) => s.as_bytes().to_vec(),
         (None, Some(path)) => {
@@ -44,12 +44,16 @@ fn secret(args: &ExerciseArgs) -> Result<Vec<u8>> {
 ///
 /// # Errors
 /// A bad roster or secret, or a file that cannot be written, in one line.
-pub fn run(args: &ExerciseArgs) -> Result<()> {
-    let roster = args.roster.as_deref().expect("--roster given");
-    let out = args
-        .out
-        .as_deref()
-        .expect("clap requires --out with --roster");
+pub fn run(args: &Options) -> Result<()> {
+    let Some(roster) = args.roster.as_deref() else {
+        return Err(Error::at("--roster", "a class's sheets need a roster"));
+    };
+    let Some(out) = args.out.as_deref() else {
+        return Err(Error::at(
+            "--roster",
+            "needs --out DIR for the sheets and keys",
+        ));
+    };
     let secret = secret(args)?;
     let students = read_roster(roster)?;
     let sheets = out.join("sheets");
@@ -128,7 +132,7 @@ fn tex_text(s: &str) -> String {
 /// `"solution"`, exactly what `solve --json` writes for them. A masked sheet's key also has
 /// `"causal"` and `"padding"` after `"precision"`, and `"mask"` (the matrix added to the
 /// scores, as in `solve --json`) after `"wo"`; an unmasked key has neither.
-fn key_json(args: &ExerciseArgs, student: &Student, seed: u32) -> Result<String> {
+fn key_json(args: &Options, student: &Student, seed: u32) -> Result<String> {
     let p = draw(args, seed)?;
     let out = p.solution()?;
     let list = |ms: &[ndarray::Array2<f64>]| {

@@ -3,26 +3,24 @@
 use crate::matrices::read_npy;
 use attention_lab::np::PrintOptions;
 use attention_lab_io::error::{print, Result};
-use clap::Args;
 
-/// Arguments of `attention-lab show`.
-#[derive(Debug, Args)]
-#[command(after_help = "Example:\n  \
-    attention-lab show --precision 3 weights.npy\n  \
-    [[ 0.123 -1.5    2.   ]\n   [ 0.     0.25   1.   ]]\n\n\
-    With several files each array is preceded by a line with its file name.")]
-pub struct ShowArgs {
+/// What `show` prints: the files, and NumPy's print options.
+///
+/// ```no_run
+/// use attention_lab_classroom::show::{run, Options};
+/// let options = Options { files: vec!["weights.npy".into()], precision: 3, suppress: false, repr: false };
+/// assert_eq!(run(options)?, 0);
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
     /// The .npy files (float64, float32, int64, int32 or bool; any number of dimensions).
-    #[arg(required = true, value_name = "FILE.npy")]
     pub files: Vec<std::path::PathBuf>,
-    /// Digits after the decimal point, as np.set_printoptions(precision=P).
-    #[arg(long, value_name = "P", default_value_t = PrintOptions::NUMPY.precision)]
+    /// Digits after the decimal point, as `np.set_printoptions(precision=P)`.
     pub precision: usize,
-    /// Never use scientific notation for small numbers, as np.set_printoptions(suppress=True).
-    #[arg(long)]
+    /// Never scientific notation for small numbers, as `np.set_printoptions(suppress=True)`.
     pub suppress: bool,
-    /// Print repr(a) (`array([...])`) instead of print(a).
-    #[arg(long)]
+    /// Print `repr(a)` (`array([...])`) instead of `print(a)`.
     pub repr: bool,
 }
 
@@ -30,14 +28,14 @@ pub struct ShowArgs {
 ///
 /// # Errors
 /// A file that cannot be read or is not a .npy file of a supported dtype; a failing stdout.
-pub fn run(args: ShowArgs) -> Result<u8> {
+pub fn run(args: Options) -> Result<u8> {
     print(&show(&args)?)?;
     Ok(0)
 }
 
 /// The whole output; every file is read before anything is printed, so a bad file gives
 /// only its error.
-fn show(args: &ShowArgs) -> Result<String> {
+fn show(args: &Options) -> Result<String> {
     let opts = PrintOptions {
         precision: args.precision,
         suppress: args.suppress,

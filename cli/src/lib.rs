@@ -6,7 +6,7 @@
 //! this crate parses, dispatches, and turns the one error type (`attention_lab_io::error`)
 //! into one line and an exit status.
 
-use attention_lab_classroom as classroom;
+use attention_lab_classroom_cli as classroom;
 use attention_lab_hub as hub;
 use attention_lab_io::error;
 use attention_lab_jupyter::{kernel, lab, replay};

@@ -20,8 +20,7 @@ fn markdown_notebook(test: &str) -> PathBuf {
 
 /// Every subcommand that prints, with arguments that succeed.
 fn commands(dir: &Path) -> Vec<Vec<String>> {
-    let show =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../classroom/tests/data/show/f64_2d.npy");
+    let show = Path::new(env!("CARGO_MANIFEST_DIR")).join("classroom/tests/data/show/f64_2d.npy");
     let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
     vec![
         owned(&["show", show.to_str().unwrap()]),

@@ -3,7 +3,6 @@
 use crate::student::safe_id;
 use attention_lab_io::error::{io_problem, warn, write_file, Error, Result, EXIT_CHECK_FAILED};
 use attention_lab_io::problem;
-use clap::Args;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -12,26 +11,25 @@ use super::mark::{grade, grade_solved, Mark, Verdict};
 use super::report::{feedback, mistake_codes, part_columns, part_points, points};
 use attention_lab::prelude::MultiHeadOutput;
 
-/// Arguments of `attention-lab grade`.
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Example (a class made with exercise --roster roster.csv --out class):\n  \
-    attention-lab grade --key class/keys --answers submissions/ --out marks\n\n\
-    KEY is one key (.json, from exercise --roster) or the folder of a class's keys, found by\n\
-    student id. PATH is a submission (ID.json, or a folder ID/ of .npy files) or a folder of\n\
-    them. With --out, DIR/gradebook.csv has one row per student and one column per part, and\n\
-    DIR/feedback/ID.txt a short text for each student. Exit status: 0 when every submission\n\
-    was graded, 1 when some could not be (each is reported in one line), 2 for bad arguments."
-)]
-pub struct GradeArgs {
+/// What `grade` marks: the keys, the submissions, and where the gradebook goes.
+///
+/// ```no_run
+/// use attention_lab_classroom::grade::{run, Options};
+/// let options = Options {
+///     key: "class/keys".into(),
+///     answers: vec!["submissions".into()],
+///     out: Some("marks".into()),
+/// };
+/// let status = run(options)?; // 0, or 1 when a submission could not be graded
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
     /// The key of one sheet (ID.json) or a folder of keys, one per student id.
-    #[arg(long, value_name = "KEY")]
     pub key: PathBuf,
     /// Submissions: ID.json files, ID/ folders of .npy files, or folders holding them.
-    #[arg(long, value_name = "PATH", required = true, num_args = 1..)]
     pub answers: Vec<PathBuf>,
     /// Write DIR/gradebook.csv and DIR/feedback/ID.txt (DIR is created if missing).
-    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
 
@@ -307,7 +305,7 @@ fn gradebook(outcomes: &[Outcome]) -> Result<String> {
 ///
 /// # Errors
 /// An unreadable key, no submissions, an output file that cannot be written, a failing stdout.
-pub fn run(args: GradeArgs) -> Result<u8> {
+pub fn run(args: Options) -> Result<u8> {
     let keys = Keys::open(&args.key).map_err(|e| Error::at("--key", e))?;
     let found: Vec<Found> = args.answers.iter().flat_map(|p| find(p)).collect();
     if found.is_empty() {

@@ -21,7 +21,7 @@ mod mark;
 mod report;
 
 pub use answers::{Key, Submission};
-pub use command::{run, GradeArgs};
+pub use command::{run, Options};
 pub use mark::{grade, Mark, Mistake, Verdict};
 pub use report::{feedback, part_columns, part_points};
 
