@@ -249,6 +249,53 @@ mod tests {
         assert_eq!(a, student_seed(b"course secret", "s01"));
     }
 
+    /// What the flags check for the command line, the library checks for any caller: an
+    /// error naming the option, never a panic.
+    #[test]
+    fn options_the_flags_would_refuse_are_errors_naming_them() {
+        let class = Options {
+            roster: Some("class.csv".into()),
+            secret: Some("s".into()),
+            ..Options::default()
+        };
+        let no_out = run(&class).unwrap_err().to_string();
+        assert!(no_out.starts_with("--roster: needs --out"), "{no_out}");
+        for (bad, flag) in [
+            (
+                Options {
+                    tokens: 0,
+                    ..Options::default()
+                },
+                "--tokens: 0 is not in 1..=16",
+            ),
+            (
+                Options {
+                    heads: 9,
+                    ..Options::default()
+                },
+                "--heads: 9 is not in 1..=8",
+            ),
+            (
+                Options {
+                    decimals: -1,
+                    ..Options::default()
+                },
+                "--decimals: -1 is not in 0..=4",
+            ),
+            (
+                Options {
+                    dk: usize::MAX,
+                    ..Options::default()
+                },
+                "--dk: 18446744073709551615",
+            ),
+        ] {
+            let e = draw(&bad, 7).unwrap_err().to_string();
+            assert!(e.starts_with(flag), "{e}");
+        }
+        assert!(draw(&Options::default(), 7).is_ok());
+    }
+
     #[test]
     fn tex_text_escapes_specials() {
         assert_eq!(tex_text("a_b & 50%"), "a\\_b \\& 50\\%");

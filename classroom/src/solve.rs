@@ -251,7 +251,8 @@ fn vectors(flag: &str, values: &[String]) -> Result<Vec<Array1<f64>>> {
 }
 
 /// The layer with the biases given: one per head, or one per flag split like the weights
-/// with `split`; a flag not given is zero when another is. `b_O` needs W_O (clap checks).
+/// with `split`; a flag not given is zero when another is. `b_O` needs W_O (the flags check;
+/// `with_output_bias` refuses it too).
 ///
 /// # Errors
 /// A [`Error`] naming the flag when the count of biases is wrong, or the library's shape

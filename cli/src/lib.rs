@@ -6,11 +6,14 @@
 //! this crate parses, dispatches, and turns the one error type (`attention_lab_io::error`)
 //! into one line and an exit status.
 
+mod encode;
+mod hub;
+mod kernel;
+mod lab;
+mod replay;
+
 use attention_lab_classroom_cli as classroom;
-use attention_lab_hub as hub;
 use attention_lab_io::error;
-use attention_lab_jupyter::{kernel, lab, replay};
-use attention_lab_model::command as encode;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -58,11 +61,11 @@ pub fn run() -> ExitCode {
         Err(status) => return status,
     };
     error::finish(match cli.command {
-        Command::Replay(args) => replay::run(args),
+        Command::Replay(args) => attention_lab_jupyter::replay::run(args.into()),
         Command::Classroom(command) => classroom::run(command),
-        Command::Lab(args) => lab::run(args),
-        Command::Hub(args) => hub::run(args),
-        Command::Kernel(args) => kernel::run(args),
-        Command::Encode(args) => encode::run(args),
+        Command::Lab(args) => attention_lab_jupyter::lab::run(args.into()),
+        Command::Hub(args) => attention_lab_hub::run(args.into()),
+        Command::Kernel(args) => attention_lab_jupyter::kernel::run(args.into()),
+        Command::Encode(args) => attention_lab_model::command::run(args.into()),
     })
 }

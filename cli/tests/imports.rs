@@ -250,3 +250,47 @@ fn the_scan_finds_a_circle() {
         BTreeSet::from(["replay::batch".to_owned(), "replay::engine".to_owned()])
     );
 }
+
+/// Flags live in the command line's packages (`cli/`, `cli/classroom/`): a library crate takes
+/// typed options and never depends on clap, as ripgrep's library crates do not.
+#[test]
+fn no_library_crate_depends_on_clap() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let depends = |member: &str| {
+        let manifest = std::fs::read_to_string(root.join(member).join("Cargo.toml")).unwrap();
+        // In a section of the crate's own dependencies, not [workspace.dependencies].
+        let mut section = "";
+        manifest.lines().map(str::trim_start).any(|l| {
+            if l.starts_with('[') {
+                section = l;
+            }
+            let own = section == "[dependencies]" || section == "[build-dependencies]";
+            own && (l.starts_with("clap ") || l.starts_with("clap=") || l.starts_with("clap."))
+        })
+    };
+    let members: Vec<String> = member_sources(&root)
+        .iter()
+        .map(|src| {
+            src.strip_suffix("src")
+                .unwrap()
+                .trim_end_matches('/')
+                .to_owned()
+        })
+        .map(|m| if m.is_empty() { ".".to_owned() } else { m })
+        .collect();
+    assert!(
+        depends("cli") && depends("cli/classroom"),
+        "the scan is broken"
+    );
+    for member in members.iter().filter(|m| !m.starts_with("cli")) {
+        assert!(!depends(member), "{member}/Cargo.toml depends on clap");
+        for (module, file) in modules(&root.join(member).join("src")) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let code = text.lines().filter(|l| !l.trim_start().starts_with("//"));
+            assert!(
+                !code.into_iter().any(|l| l.contains("clap::")),
+                "{member}: module {module} uses clap"
+            );
+        }
+    }
+}

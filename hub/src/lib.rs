@@ -27,7 +27,6 @@ use accounts::{Account, Pick};
 use attention_lab_io::error::{print, warn, Error, Result};
 use attention_lab_io::problem;
 use attention_lab_jupyter::{build, process, supervise};
-use clap::Args;
 use shared::Shared;
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::process::CommandExt;
@@ -35,56 +34,64 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// `attention-lab hub`
-#[derive(Debug, Args)]
-pub struct HubArgs {
+/// The class to serve and how, as `hub`'s flags give it.
+///
+/// ```no_run
+/// use attention_lab_hub::{run, Options};
+/// let class = Options {
+///     roster: "class.csv".into(),
+///     teacher: "teacher".into(),
+///     notebooks: "notebooks".into(),
+///     dir: "/srv/attention-lab-hub".into(),
+///     ip: String::new(),
+///     port: 8000,
+///     cull_idle: 3600,
+///     mem_limit: 2 << 30,
+///     setup_only: false,
+///     hand_out: None,
+///     collect: None,
+///     single_user_demo: false,
+///     new_password: Vec::new(),
+/// };
+/// let status = run(class)?; // JupyterHub's exit status, once it is stopped
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
     /// The class: a CSV with an `id` column (as `exercise --roster` reads); each id becomes a
     /// system user and a hub login.
-    #[arg(long, value_name = "FILE")]
-    roster: PathBuf,
+    pub roster: PathBuf,
     /// The teacher's login (JupyterHub's admin), also a system user.
-    #[arg(long, default_value = "teacher")]
-    teacher: String,
+    pub teacher: String,
     /// The lessons each student gets a copy of.
-    #[arg(long, default_value = "notebooks")]
-    notebooks: PathBuf,
+    pub notebooks: PathBuf,
     /// The shared folder (toolchain, venv, sources, warm build; the hub's state, root only).
-    #[arg(long, value_name = "DIR", default_value = "/srv/attention-lab-hub")]
-    dir: PathBuf,
+    pub dir: PathBuf,
     /// Address to serve on ("" for every interface, as a class needs; 127.0.0.1 for this
     /// machine alone).
-    #[arg(long, default_value = "")]
-    ip: String,
+    pub ip: String,
     /// Port to serve on.
-    #[arg(long, default_value_t = 8000)]
-    port: u16,
+    pub port: u16,
     /// Stop a server after this many seconds without activity (jupyterhub-idle-culler).
-    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
-    cull_idle: u64,
+    pub cull_idle: u64,
     /// Most memory each student's server, kernels and compiles together may take (`2G`,
     /// `512M`; 0 for no limit). Past it the kernel's OOM killer ends one of that student's
     /// processes, never another's. Needs a writable memory cgroup (v1, or v2 delegated).
-    #[arg(long, value_name = "SIZE", default_value = "2G", value_parser = limits::parse_size)]
-    mem_limit: u64,
+    pub mem_limit: u64,
     /// Set everything up and make the accounts, then stop instead of serving.
-    #[arg(long)]
-    setup_only: bool,
+    pub setup_only: bool,
     /// Put each student's sheet from DIR/sheets (`exercise --roster FILE --out DIR`) in
     /// their ~/attention-lab/sheet/, then stop (nbgrader releases one version to all).
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["collect", "setup_only"])]
-    hand_out: Option<PathBuf>,
+    pub hand_out: Option<PathBuf>,
     /// Copy each student's answers, ~/attention-lab/sheet/ID.json, to DIR/ID.json for
     /// `attention-lab grade --answers DIR`, then stop.
-    #[arg(long, value_name = "DIR", conflicts_with = "setup_only")]
-    collect: Option<PathBuf>,
+    pub collect: Option<PathBuf>,
     /// Run every server as this one user (JupyterHub's SimpleLocalProcessSpawner), without
     /// system users: for a teacher alone, never a class (anyone could read anyone's files).
-    #[arg(long)]
-    single_user_demo: bool,
+    pub single_user_demo: bool,
     /// Issue LOGIN (a student or the teacher) a new password, printed in the handout; the old
     /// one stops working. Repeat for several.
-    #[arg(long, value_name = "LOGIN")]
-    new_password: Vec<String>,
+    pub new_password: Vec<String>,
 }
 
 /// Runs `attention-lab hub`; returns JupyterHub's exit status (128 + N when a signal N
@@ -95,7 +102,7 @@ pub struct HubArgs {
 /// # Errors
 /// A bad roster (nothing is made then), not root, a missing tool, a busy port, a failed
 /// install, each in one line.
-pub fn run(args: HubArgs) -> Result<u8> {
+pub fn run(args: Options) -> Result<u8> {
     let students = accounts::class(&args.roster, &args.teacher)?;
     // From here a stop signal stops what runs below us (a set-up step, later JupyterHub)
     // before this process ends.
@@ -151,7 +158,7 @@ pub fn run(args: HubArgs) -> Result<u8> {
 
 /// `--hand-out` and `--collect`: each student's sheet out, or their answers in, as that
 /// student; returns 1 when some student had nothing to collect.
-fn exchange(args: &HubArgs, names: &[&str], root: bool) -> Result<u8> {
+fn exchange(args: &Options, names: &[&str], root: bool) -> Result<u8> {
     if !root || args.single_user_demo {
         return Err(problem!(
             "--hand-out and --collect run as root, as each student in turn (with system users, not --single-user-demo)"
@@ -187,7 +194,7 @@ struct SetUp {
 /// The shared folder, every account (with its home seeded once), the memory groups and
 /// JupyterHub's config; stops here (as killed by it) when a stop signal came meanwhile.
 fn set_up(
-    args: &HubArgs,
+    args: &Options,
     students: &[attention_lab_classroom::student::Student],
     names: &[&str],
 ) -> Result<SetUp> {
@@ -444,7 +451,7 @@ fn demo_home(shared: &Shared, name: &str) -> Result<()> {
 
 /// What the teacher hands out: the address, and each student's login.
 fn handout(
-    args: &HubArgs,
+    args: &Options,
     students: &[attention_lab_classroom::student::Student],
     made: &[String],
     issued: &std::collections::BTreeMap<String, String>,

@@ -4,7 +4,6 @@ use crate::{kernel, process, supervise};
 use attention_lab_io::cache::MODEL_PACKAGE;
 use attention_lab_io::error::{io_text, print, warn, write_file, Error, Result};
 use attention_lab_io::problem;
-use clap::Args;
 use std::fs;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener};
@@ -16,18 +15,22 @@ use std::process::{Command, Stdio};
 /// page).
 pub const JUPYTERLAB: &str = "jupyterlab==4.6.6";
 
-/// `attention-lab lab [DIR]`
-#[derive(Debug, Args)]
-pub struct LabArgs {
+/// What `lab` opens, and where.
+///
+/// ```no_run
+/// use attention_lab_jupyter::lab::{run, Options};
+/// let options = Options { dir: "notebooks".into(), port: 8888, no_browser: true };
+/// let status = run(options)?; // JupyterLab's exit status, once it is stopped
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
     /// Folder JupyterLab opens (the notebooks).
-    #[arg(default_value = "notebooks")]
-    dir: PathBuf,
+    pub dir: PathBuf,
     /// Port on 127.0.0.1.
-    #[arg(long, default_value_t = 8888)]
-    port: u16,
+    pub port: u16,
     /// Do not open a browser; just print the URL.
-    #[arg(long = "no-browser")]
-    no_browser: bool,
+    pub no_browser: bool,
 }
 
 /// Runs `attention-lab lab`; returns JupyterLab's exit status (128 + N when a signal N killed
@@ -37,7 +40,7 @@ pub struct LabArgs {
 ///
 /// # Errors
 /// No such folder, a busy port, no Python, a failed install, a failing stdout.
-pub fn run(args: LabArgs) -> Result<u8> {
+pub fn run(args: Options) -> Result<u8> {
     let args = &args;
     if !args.dir.is_dir() {
         return Err(problem!("{}: no such folder", args.dir.display()));

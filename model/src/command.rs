@@ -6,29 +6,27 @@ use std::path::PathBuf;
 
 use attention_lab_io::error::{print, Error, Result};
 use attention_lab_plot::heads_grid;
-use clap::Args;
 use serde::Serialize;
 
 use crate::model::{Encoded, Model};
 
-/// Arguments of `attention-lab encode`.
-#[derive(Debug, Args)]
-#[command(after_help = "Example:\n  \
-    attention-lab encode --json cat.json --svg heads/ \"The cat sat on the mat.\"\n\n\
-    Without --model, the model that `attention-lab lab` installs (or $ATTENTION_LAB_MODEL).\n\
-    Without --json, the JSON goes to stdout. Each text is encoded on its own (no padding).")]
-pub struct EncodeArgs {
+/// What `encode` reads and writes.
+///
+/// ```no_run
+/// use attention_lab_model::command::{run, Options};
+/// let options = Options { model: None, json: None, svg: None, texts: vec!["The cat sat.".into()] };
+/// assert_eq!(run(options)?, 0);
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
     /// The model folder: config.json, model.safetensors, tokenizer.json.
-    #[arg(long, value_name = "DIR")]
     pub model: Option<PathBuf>,
     /// Write the JSON here instead of stdout: one object per text, a list for several.
-    #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
     /// Draw each layer's heads into this folder, as textN-layerL.svg (made if missing).
-    #[arg(long, value_name = "DIR")]
     pub svg: Option<PathBuf>,
     /// The texts to encode.
-    #[arg(required = true, value_name = "TEXT")]
     pub texts: Vec<String>,
 }
 
@@ -82,7 +80,7 @@ impl<'a> Record<'a> {
 /// setting); a text the tokenizer refuses (found before anything is written); an SVG folder or
 /// JSON file that cannot be written (the JSON file is replaced whole or not at all); a failing
 /// stdout.
-pub fn run(args: EncodeArgs) -> Result<u8> {
+pub fn run(args: Options) -> Result<u8> {
     let model = match &args.model {
         Some(dir) => Model::load(dir),
         None => Model::installed(),

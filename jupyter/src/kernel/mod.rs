@@ -12,8 +12,6 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use clap::{Args, Subcommand};
-
 /// The kernelspec's folder name: our own, so evcxr's `rust` kernelspec is never touched.
 pub const KERNEL_NAME: &str = "attention-lab-rust";
 /// What Jupyter shows in its launcher.
@@ -35,55 +33,53 @@ pub const VENDOR_VAR: &str = "ATTENTION_LAB_VENDOR";
 /// one such build failed in CI ("can't find crate for `serde`", not reproduced since).
 pub const EVCXR_CACHE_MIB: u64 = 2048;
 
-/// `attention-lab kernel ...`
-#[derive(Debug, Args)]
-pub struct KernelArgs {
-    #[command(subcommand)]
-    command: KernelCommand,
-}
-
-#[derive(Debug, Subcommand)]
-enum KernelCommand {
-    /// Write the kernelspec "Rust (attention-lab)" (name attention-lab-rust), pointing at this binary.
-    Install(SpecArgs),
-    /// Remove the kernelspec that `install` wrote (and nothing else).
-    Uninstall(SpecArgs),
-    /// Serve one kernel for Jupyter (what the kernelspec runs).
+/// What `kernel` does: install or uninstall the kernelspec in a Jupyter data folder (the
+/// user's when `None`: $JUPYTER_DATA_DIR or ~/.local/share/jupyter), or serve one kernel.
+///
+/// ```no_run
+/// use attention_lab_jupyter::kernel::{run, Action};
+/// run(Action::Install { jupyter_path: Some("/tmp/jupyter".into()) })?;
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Write the kernelspec "Rust (attention-lab)", pointing at this binary.
+    Install {
+        /// The Jupyter data folder holding `kernels/`.
+        jupyter_path: Option<PathBuf>,
+    },
+    /// Remove the kernelspec that `Install` wrote (and nothing else).
+    Uninstall {
+        /// The Jupyter data folder holding `kernels/`.
+        jupyter_path: Option<PathBuf>,
+    },
+    /// Serve one kernel for Jupyter from its connection file.
     Serve {
         /// The connection file Jupyter passes as {connection_file}.
-        #[arg(long = "control-file", value_name = "FILE")]
         control_file: PathBuf,
     },
-}
-
-#[derive(Debug, Args)]
-struct SpecArgs {
-    /// Jupyter data folder holding `kernels/` (default: the user's, $JUPYTER_DATA_DIR or
-    /// ~/.local/share/jupyter).
-    #[arg(long = "jupyter-path", value_name = "DIR")]
-    jupyter_path: Option<PathBuf>,
 }
 
 /// Runs `attention-lab kernel ...`; returns the exit status.
 ///
 /// # Errors
 /// No Jupyter folder, a kernelspec that cannot be written or is not ours, a failing stdout.
-pub fn run(args: KernelArgs) -> Result<u8> {
-    match args.command {
-        KernelCommand::Install(spec) => user_data_dir(spec.jupyter_path).and_then(|dir| {
+pub fn run(action: Action) -> Result<u8> {
+    match action {
+        Action::Install { jupyter_path } => user_data_dir(jupyter_path).and_then(|dir| {
             let path = install(&dir)?;
             print(&format!(
                 "installed kernel {DISPLAY_NAME:?} in {}\n",
                 path.display()
             ))
         }),
-        KernelCommand::Uninstall(spec) => user_data_dir(spec.jupyter_path).and_then(|dir| {
+        Action::Uninstall { jupyter_path } => user_data_dir(jupyter_path).and_then(|dir| {
             print(&match uninstall(&dir)? {
                 Some(path) => format!("removed {}\n", path.display()),
                 None => format!("no {KERNEL_NAME} kernel in {}\n", dir.display()),
             })
         }),
-        KernelCommand::Serve { control_file } => serve(&control_file),
+        Action::Serve { control_file } => serve(&control_file),
     }?;
     Ok(0)
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 /// use attention_lab_jupyter::replay::engine::EngineKind;
 /// assert_eq!(EngineKind::Batch.to_string(), "batch");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EngineKind {
     /// The whole notebook as one compiled program; falls back to evcxr when it cannot.

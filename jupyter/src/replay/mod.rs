@@ -27,50 +27,56 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Command-line options of `replay`.
-#[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "\
-Cell tags (metadata.tags), as nbval: nbval-skip (not run), nbval-ignore-output
-(run, not compared), raises-exception (must raise: error output or panic).
-Compared: stream text and text/plain exactly; other MIME types only with
---compare-html. Each notebook runs in its own folder, like a Jupyter kernel:
---engine batch (the default) compiles it as one program, in a build folder under
-the cache ($ATTENTION_LAB_CACHE/replay-batch), and hands it to evcxr when it
-cannot (a compile error, a panic, an error through `?`, an evcxr command other
-than :dep, a raises-exception cell); --engine evcxr gives every notebook a
-fresh evcxr context that compiles one cell at a time.
-
-Exit status: 0 everything matched, 1 a cell failed, 2 bad input (missing path,
-no notebooks, unreadable or malformed notebook, bad sanitize file).")]
-pub struct ReplayArgs {
+/// What `replay` runs and compares, as its flags give it.
+///
+/// ```no_run
+/// use attention_lab_jupyter::replay::engine::EngineKind;
+/// use attention_lab_jupyter::replay::{run, Options};
+/// let options = Options {
+///     paths: vec!["notebooks".into()],
+///     update: false,
+///     timeout: 120.0,
+///     compare_html: false,
+///     sanitize: Vec::new(),
+///     json: None,
+///     cache: attention_lab_jupyter::kernel::EVCXR_CACHE_MIB,
+///     engine: EngineKind::Batch,
+/// };
+/// let status = run(options)?; // 0 when every cell printed what it stores
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
     /// Notebooks or folders (searched recursively for *.ipynb).
-    #[arg(value_name = "PATH", default_value = "notebooks")]
     pub paths: Vec<PathBuf>,
     /// Write the new outputs into the notebooks (atomically).
-    #[arg(long)]
     pub update: bool,
     /// Seconds a cell may run before it is killed.
-    #[arg(long, value_name = "SECONDS", default_value_t = 120.0, value_parser = parse_seconds)]
     pub timeout: f64,
     /// Also compare text/html, images and other rich outputs.
-    #[arg(long)]
     pub compare_html: bool,
     /// nbval sanitize file ([section] with regex:/replace: lines); repeatable.
-    #[arg(long, value_name = "FILE")]
     pub sanitize: Vec<PathBuf>,
     /// Also write the report as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// evcxr compilation cache size in MiB (evcxr's `:cache`); 0 turns it off.
-    #[arg(long, value_name = "MIB", default_value_t = crate::kernel::EVCXR_CACHE_MIB)]
     pub cache: u64,
     /// Which engine runs the cells: the whole notebook as one program, or evcxr cell by cell.
-    #[arg(long, value_enum, default_value_t = EngineKind::Batch)]
     pub engine: EngineKind,
 }
 
 /// Seconds that fit a `Duration` (a cell's timeout): positive and not too many.
-fn parse_seconds(text: &str) -> Result<f64> {
+///
+/// ```
+/// use attention_lab_jupyter::replay::timeout_seconds;
+/// assert_eq!(timeout_seconds("2.5")?, 2.5);
+/// assert!(timeout_seconds("-1").is_err());
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
+///
+/// # Errors
+/// Not a number, not positive, or more seconds than a `Duration` holds.
+pub fn timeout_seconds(text: &str) -> Result<f64> {
     match text.parse::<f64>() {
         Ok(seconds) if seconds > 0.0 && Duration::try_from_secs_f64(seconds).is_ok() => Ok(seconds),
         Ok(seconds) if seconds > 0.0 && seconds.is_finite() => Err(problem!(
@@ -100,7 +106,9 @@ struct Input {
 /// # Errors
 /// Bad input found before any notebook runs (a missing path, a folder without notebooks, an
 /// unreadable or invalid sanitize file), a report that cannot be written, a failing stdout.
-pub fn run(args: ReplayArgs) -> Result<u8> {
+pub fn run(args: Options) -> Result<u8> {
+    // The flag's parser checks this too; a library caller's value is checked here.
+    timeout_seconds(&args.timeout.to_string()).map_err(|e| Error::at("--timeout", e))?;
     let cwd = std::env::current_dir()
         .map_err(|e| problem!("cannot use the current folder: {}", io_text(&e)))?;
     let mut sanitizers = Vec::new();
@@ -606,5 +614,30 @@ fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A timeout the flag's parser would refuse is an error naming it for a library caller
+    /// too, before anything runs, not a panic in `Duration::from_secs_f64`.
+    #[test]
+    fn a_timeout_that_fits_no_duration_is_an_error_naming_the_flag() {
+        for timeout in [-1.0, 0.0, f64::NAN, f64::INFINITY, 1e300] {
+            let options = Options {
+                paths: vec![PathBuf::from("no-such-notebook.ipynb")],
+                update: false,
+                timeout,
+                compare_html: false,
+                sanitize: Vec::new(),
+                json: None,
+                cache: 0,
+                engine: EngineKind::Batch,
+            };
+            let e = run(options).unwrap_err().to_string();
+            assert!(e.starts_with("--timeout: "), "{timeout}: {e}");
+        }
     }
 }
