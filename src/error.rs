@@ -100,6 +100,15 @@ pub enum AttentionError {
         /// The matrix that was to be made, with the shape asked for.
         matrix: Operand,
     },
+    /// A setting (a size, a count, a base) outside what it may be.
+    Setting {
+        /// The setting, as the math names it (`head_dim`, `theta`, `n_kv_heads`).
+        name: &'static str,
+        /// The value given.
+        value: String,
+        /// What it must be, in words.
+        rule: &'static str,
+    },
 }
 
 impl AttentionError {
@@ -162,6 +171,9 @@ impl fmt::Display for AttentionError {
                     f,
                     "a multi-head layer needs at least one head, but none was given"
                 )
+            }
+            AttentionError::Setting { name, value, rule } => {
+                write!(f, "{name} is {value}: {rule}")
             }
         }
     }

@@ -146,3 +146,154 @@ impl FeedForward {
         })
     }
 }
+
+/// SiLU (swish), `x sigmoid(x) = x / (1 + e^-x)`: PyTorch's `F.silu`, Llama's `hidden_act`.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// assert_eq!(silu(0.0), 0.0);
+/// assert!((silu(1.0) - 0.7310585786300049).abs() < 1e-15);
+/// ```
+pub fn silu(x: f64) -> f64 {
+    x / (1.0 + (-x).exp())
+}
+
+/// Llama's feed-forward block, SwiGLU: `(SiLU(X W_gate) * X W_up) W_down`, no biases.
+/// W_gate and W_up are d x d_ff, W_down d_ff x d.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SwiGlu {
+    w_gate: Array2<f64>,
+    w_up: Array2<f64>,
+    w_down: Array2<f64>,
+}
+
+/// Every intermediate of the SwiGLU block on one input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SwiGluOutput {
+    /// `X W_gate`, tokens x d_ff.
+    pub gate: Array2<f64>,
+    /// `X W_up`, tokens x d_ff.
+    pub up: Array2<f64>,
+    /// `SiLU(gate) * up`, element by element.
+    pub activated: Array2<f64>,
+    /// `activated W_down`, tokens x d.
+    pub output: Array2<f64>,
+}
+
+impl SwiGlu {
+    /// A SwiGLU block from its three projections (PyTorch's `gate_proj`, `up_proj` and
+    /// `down_proj` weights, transposed: this crate multiplies `X W`).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let ff = SwiGlu::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
+    /// let out = ff.forward(&array![[1.0, 0.0]])?;
+    /// assert_eq!(out.output, array![[silu(1.0), 0.0]]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] naming the two matrices that do not fit: W_up as W_gate,
+    /// and W_down one row per column of W_gate and one column per row.
+    pub fn new(
+        w_gate: Array2<f64>,
+        w_up: Array2<f64>,
+        w_down: Array2<f64>,
+    ) -> Result<SwiGlu, AttentionError> {
+        if w_up.dim() != w_gate.dim() {
+            return Err(AttentionError::mismatch(
+                Operand::new("W_gate", w_gate.shape()),
+                Operand::new("W_up", w_up.shape()),
+                "W_gate and W_up must have the same shape (d x d_ff)",
+            ));
+        }
+        if w_down.dim() != (w_gate.ncols(), w_gate.nrows()) {
+            return Err(AttentionError::mismatch(
+                Operand::new("W_gate", w_gate.shape()),
+                Operand::new("W_down", w_down.shape()),
+                "W_down must be d_ff x d when W_gate is d x d_ff",
+            ));
+        }
+        Ok(SwiGlu {
+            w_gate,
+            w_up,
+            w_down,
+        })
+    }
+
+    /// W_gate, d x d_ff.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let ff = SwiGlu::new(array![[1.0, 2.0]], array![[3.0, 4.0]], array![[5.0], [6.0]])?;
+    /// assert_eq!(ff.w_gate(), &array![[1.0, 2.0]]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn w_gate(&self) -> &Array2<f64> {
+        &self.w_gate
+    }
+
+    /// W_up, d x d_ff.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let ff = SwiGlu::new(array![[1.0, 2.0]], array![[3.0, 4.0]], array![[5.0], [6.0]])?;
+    /// assert_eq!(ff.w_up(), &array![[3.0, 4.0]]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn w_up(&self) -> &Array2<f64> {
+        &self.w_up
+    }
+
+    /// W_down, d_ff x d.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let ff = SwiGlu::new(array![[1.0, 2.0]], array![[3.0, 4.0]], array![[5.0], [6.0]])?;
+    /// assert_eq!(ff.w_down(), &array![[5.0], [6.0]]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn w_down(&self) -> &Array2<f64> {
+        &self.w_down
+    }
+
+    /// `(SiLU(X W_gate) * X W_up) W_down`, keeping every intermediate.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let ff = SwiGlu::new(array![[1.0]], array![[2.0]], array![[3.0]])?;
+    /// let out = ff.forward(&array![[1.0]])?;
+    /// assert_eq!(out.up, array![[2.0]]);
+    /// assert_eq!(out.output, array![[silu(1.0) * 2.0 * 3.0]]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when the columns of X differ from the rows of W_gate.
+    pub fn forward<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+    ) -> Result<SwiGluOutput, AttentionError> {
+        let x = x.into();
+        if x.ncols() != self.w_gate.nrows() {
+            return Err(AttentionError::mismatch(
+                Operand::new("X", x.shape()),
+                Operand::new("W_gate", self.w_gate.shape()),
+                "the columns of X must equal the rows of W_gate",
+            ));
+        }
+        let gate = parallel::project(x, &self.w_gate, None);
+        let up = parallel::project(x, &self.w_up, None);
+        let activated = parallel::map_elements(&gate, 32, silu) * &up;
+        let output = parallel::project(activated.view(), &self.w_down, None);
+        Ok(SwiGluOutput {
+            gate,
+            up,
+            activated,
+            output,
+        })
+    }
+}

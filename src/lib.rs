@@ -34,6 +34,8 @@
 pub mod answers;
 pub mod attention;
 pub mod batch;
+#[cfg(feature = "decoder")]
+pub mod decoder;
 #[cfg(feature = "encoder")]
 pub mod encoder;
 pub mod error;
@@ -51,6 +53,8 @@ mod parallel;
 pub mod pooling;
 pub mod position;
 pub mod prelude;
+#[cfg(feature = "decoder")]
+pub mod rope;
 pub mod softmax;
 pub mod stream;
 pub mod torch;

@@ -91,6 +91,44 @@ impl Mask {
         Ok(Mask::from_blocked(&blocked))
     }
 
+    /// The causal mask of [`Mask::causal_over`] that also forgets: each query sees only the
+    /// `window` most recent keys up to its own position (itself included), as Mistral's
+    /// sliding-window attention does. With `window >= keys` it is the causal mask.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let mask = Mask::sliding_window(4, 4, 2)?;
+    /// assert!(!mask.is_blocked(3, 3) && !mask.is_blocked(3, 2));
+    /// assert!(mask.is_blocked(3, 1)); // three back: out of the window
+    /// assert!(mask.is_blocked(1, 2)); // the future
+    /// assert_eq!(Mask::sliding_window(3, 5, 5)?, Mask::causal_over(3, 5)?);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Mask::causal_over`], and [`AttentionError::Setting`] when `window` is 0 (a query
+    /// that sees no key, not even itself).
+    pub fn sliding_window(
+        queries: usize,
+        keys: usize,
+        window: usize,
+    ) -> Result<Mask, AttentionError> {
+        if window == 0 {
+            return Err(AttentionError::Setting {
+                name: "window",
+                value: "0".into(),
+                rule: "a sliding window holds at least the query's own token",
+            });
+        }
+        let causal = Mask::causal_over(queries, keys)?;
+        let cached = keys - queries;
+        let blocked = Array2::from_shape_fn((queries, keys), |(i, j)| {
+            causal.is_blocked(i, j) || j + window <= cached + i
+        });
+        Ok(Mask::from_blocked(&blocked))
+    }
+
     /// Blocks the keys marked `true` in `padded` for every one of `queries` queries: the mask
     /// of one batch item, PyTorch's `key_padding_mask[b]` (where `True` means padding).
     /// `padded` is a slice, an array, a `Vec`, or a row of a batch's padding array as it is

@@ -120,3 +120,92 @@ impl LayerNorm {
         Ok(y * &self.gamma + &self.beta)
     }
 }
+
+/// RMS normalisation: each row divided by the root of its mean square (plus epsilon), then
+/// scaled by a weight: Llama's `LlamaRMSNorm`, without layer norm's mean and bias.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RmsNorm {
+    weight: Array1<f64>,
+    eps: f64,
+}
+
+impl RmsNorm {
+    /// An RMS norm from its weight and the epsilon added to the mean square (Llama's
+    /// `rms_norm_eps`, 1e-6 or 1e-5).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let norm = RmsNorm::new(array![1.0, 1.0], 1e-6)?;
+    /// assert_eq!(norm.weight().len(), 2);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Setting`] when epsilon is negative or not finite.
+    pub fn new(weight: Array1<f64>, eps: f64) -> Result<RmsNorm, AttentionError> {
+        if !(eps >= 0.0 && eps.is_finite()) {
+            return Err(AttentionError::Setting {
+                name: "eps",
+                value: eps.to_string(),
+                rule: "the epsilon of a norm must be finite and at least 0",
+            });
+        }
+        Ok(RmsNorm { weight, eps })
+    }
+
+    /// The weight each normalised row is multiplied by.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(RmsNorm::new(array![2.0], 0.0)?.weight(), &array![2.0]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn weight(&self) -> &Array1<f64> {
+        &self.weight
+    }
+
+    /// The epsilon added to each row's mean square.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(RmsNorm::new(array![1.0], 1e-6)?.eps(), 1e-6);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn eps(&self) -> f64 {
+        self.eps
+    }
+
+    /// Each row `x` becomes `weight * x / sqrt(mean(x^2) + eps)`.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let norm = RmsNorm::new(array![1.0, 10.0], 0.0)?;
+    /// let y = norm.forward(&array![[3.0, 4.0]])?; // mean square 12.5
+    /// assert!((y[[0, 0]] - 3.0 / 12.5f64.sqrt()).abs() < 1e-15);
+    /// assert!((y[[0, 1]] - 40.0 / 12.5f64.sqrt()).abs() < 1e-14);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when the columns of X differ from the length of the weight.
+    pub fn forward<'a>(
+        &self,
+        x: impl Into<ArrayView2<'a, f64>>,
+    ) -> Result<Array2<f64>, AttentionError> {
+        let mut y = x.into().to_owned();
+        if y.ncols() != self.weight.len() {
+            return Err(AttentionError::mismatch(
+                Operand::new("X", y.shape()),
+                Operand::row("weight", self.weight.len()),
+                "the columns of X must equal the length of the RMS norm's weight",
+            ));
+        }
+        for mut row in y.axis_iter_mut(Axis(0)) {
+            let mean_square = row.iter().map(|v| v * v).sum::<f64>() / row.len() as f64;
+            row *= 1.0 / (mean_square + self.eps).sqrt();
+        }
+        Ok(y * &self.weight)
+    }
+}

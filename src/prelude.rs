@@ -15,22 +15,29 @@ pub use crate::attention::{
     scaled_dot_product_attention_with, Attention,
 };
 pub use crate::batch::BatchOutput;
+#[cfg(feature = "decoder")]
+pub use crate::decoder::{
+    grouped_query_attention, BlockOutput, Decoder, DecoderBlock, DecoderOutput, GroupedAttention,
+    GroupedOutput, KvCache, LayerCache, LmHead, Mlp, Norm, Sampling,
+};
 #[cfg(feature = "encoder")]
 pub use crate::encoder::{Embeddings, Encoder, EncoderLayer, EncoderLayerOutput, EncoderOutput};
 pub use crate::error::{AttentionError, Operand};
 #[cfg(feature = "encoder")]
-pub use crate::feed_forward::{gelu, FeedForward, FeedForwardOutput};
+pub use crate::feed_forward::{gelu, silu, FeedForward, FeedForwardOutput, SwiGlu, SwiGluOutput};
 pub use crate::heads::{Head, HeadOutput, MultiHead, MultiHeadOutput};
 pub use crate::html;
 pub use crate::init::{random_embeddings, random_projection};
 pub use crate::mask::Mask;
 #[cfg(feature = "encoder")]
-pub use crate::norm::LayerNorm;
+pub use crate::norm::{LayerNorm, RmsNorm};
 pub use crate::np;
 pub use crate::np::*;
 #[cfg(feature = "encoder")]
 pub use crate::pooling::{cosine_similarity, l2_normalize, mean_pool};
 pub use crate::position::positional_encoding;
+#[cfg(feature = "decoder")]
+pub use crate::rope::Rope;
 pub use crate::softmax::{softmax, softmax_naive, Softmax};
 pub use crate::stream::{streaming_attention, Streaming};
 pub use crate::torch::{InProj, TorchWeights};

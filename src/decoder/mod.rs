@@ -1,0 +1,233 @@
+//! A decoder-only transformer, as transformers' Llama computes it: token embeddings, pre-norm
+//! blocks of causal grouped-query attention with RoPE and a feed-forward half, a final norm,
+//! and the LM head. Every intermediate is kept, as [`crate::heads`] keeps them.
+//!
+//! Generation runs the prompt once (the prefill), then one token at a time against the
+//! [`KvCache`]: a step computes one row per layer, and its logits equal a full recomputation's
+//! last row.
+//!
+//! Modules: `cache` (the KV cache), `grouped` (the attention), `block` (one block),
+//! `generate` (greedy and sampled decoding); this module ties them into a model.
+
+mod block;
+mod cache;
+mod generate;
+mod grouped;
+
+pub use block::{BlockOutput, DecoderBlock, Mlp, Norm};
+pub use cache::{KvCache, LayerCache};
+pub use generate::Sampling;
+pub use grouped::{grouped_query_attention, GroupedAttention, GroupedOutput};
+
+use ndarray::{Array2, Axis};
+
+use crate::error::{AttentionError, Operand};
+use crate::parallel;
+
+/// The LM head: the final hidden rows times the token embeddings, transposed (tied, as
+/// GPT-2), or times a matrix of its own (E x vocab).
+#[derive(Debug, Clone, PartialEq)]
+pub enum LmHead {
+    /// Logits `H E^T`, E being the embedding table.
+    Tied,
+    /// Logits `H W`, W being E x vocab.
+    Untied(Array2<f64>),
+}
+
+/// A decoder-only transformer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoder {
+    embed: Array2<f64>,
+    blocks: Vec<DecoderBlock>,
+    norm: Norm,
+    lm_head: LmHead,
+}
+
+/// Every intermediate of a pass over new tokens.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecoderOutput {
+    /// The new tokens' embeddings, tokens x E.
+    pub embedded: Array2<f64>,
+    /// Each block's intermediates, in order.
+    pub blocks: Vec<BlockOutput>,
+    /// The final norm of the last block's output.
+    pub hidden: Array2<f64>,
+    /// One row of logits per new token: tokens x vocab.
+    pub logits: Array2<f64>,
+}
+
+impl Decoder {
+    /// A decoder from its embedding table (vocab x E), its blocks, the final norm and the LM
+    /// head.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(2);
+    /// let attention = GroupedAttention::new(w.clone(), w.clone(), w.clone(), w.clone(), 1, 1, Rope::new(2, 10.0)?)?;
+    /// let norm = Norm::Rms(RmsNorm::new(array![1.0, 1.0], 1e-6)?);
+    /// let mlp = Mlp::SwiGlu(SwiGlu::new(w.clone(), w.clone(), w)?);
+    /// let block = DecoderBlock::new(norm.clone(), attention, norm.clone(), mlp)?;
+    /// let embed = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]];
+    /// let decoder = Decoder::new(embed, vec![block], norm, LmHead::Tied)?;
+    /// assert_eq!(decoder.vocab(), 3);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when a block or the final norm is not as wide as the
+    /// embeddings, or an untied head is not E x vocab.
+    pub fn new(
+        embed: Array2<f64>,
+        blocks: Vec<DecoderBlock>,
+        norm: Norm,
+        lm_head: LmHead,
+    ) -> Result<Decoder, AttentionError> {
+        let e = embed.ncols();
+        let widths = blocks
+            .iter()
+            .map(|b| ("a block (rows of its W_Q)", b.attention().width()))
+            .chain([("the final norm", norm.width())]);
+        for (name, width) in widths {
+            if width != e {
+                return Err(AttentionError::mismatch(
+                    Operand::row(name, width),
+                    Operand::new("the embeddings", embed.shape()),
+                    "every block and the final norm must be as wide as an embedding (E)",
+                ));
+            }
+        }
+        if let LmHead::Untied(w) = &lm_head {
+            if w.dim() != (e, embed.nrows()) {
+                return Err(AttentionError::mismatch(
+                    Operand::new("the LM head", w.shape()),
+                    Operand::new("the embeddings", embed.shape()),
+                    "the LM head must be E x vocab when the embeddings are vocab x E",
+                ));
+            }
+        }
+        Ok(Decoder {
+            embed,
+            blocks,
+            norm,
+            lm_head,
+        })
+    }
+
+    /// The number of tokens of the vocabulary.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let decoder = Decoder::new(Array2::zeros((5, 2)), vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?;
+    /// assert_eq!(decoder.vocab(), 5);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn vocab(&self) -> usize {
+        self.embed.nrows()
+    }
+
+    /// The blocks, in order.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let decoder = Decoder::new(Array2::zeros((5, 2)), vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?;
+    /// assert!(decoder.blocks().is_empty());
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn blocks(&self) -> &[DecoderBlock] {
+        &self.blocks
+    }
+
+    /// An empty KV cache for this decoder.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let decoder = Decoder::new(Array2::zeros((5, 2)), vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?;
+    /// assert!(decoder.cache().is_empty());
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn cache(&self) -> KvCache {
+        let widths: Vec<usize> = self
+            .blocks
+            .iter()
+            .map(|b| b.attention().kv_width())
+            .collect();
+        KvCache::new(&widths)
+    }
+
+    /// The whole sequence `ids` at once, from an empty cache: the full recomputation.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let decoder = Decoder::new(array![[1.0, 0.0], [0.0, 1.0]], vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?;
+    /// let out = decoder.forward(&[0, 1, 1])?;
+    /// assert_eq!(out.logits.dim(), (3, 2));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::OutOfRange`] for a token id past the vocabulary.
+    pub fn forward(&self, ids: &[usize]) -> Result<DecoderOutput, AttentionError> {
+        self.forward_cached(ids, &mut self.cache())
+    }
+
+    /// The tokens `ids` after those already in `cache` (the prompt for an empty cache, the
+    /// prefill; then one token at a time), extending it; positions continue from the cache's
+    /// length.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let decoder = Decoder::new(array![[1.0, 0.0], [0.0, 1.0]], vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?;
+    /// let mut cache = decoder.cache();
+    /// let prefill = decoder.forward_cached(&[0, 1], &mut cache)?;
+    /// let step = decoder.forward_cached(&[1], &mut cache)?;
+    /// assert_eq!(step.logits.row(0), decoder.forward(&[0, 1, 1])?.logits.row(2));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::OutOfRange`] for a token id past the vocabulary (nothing is cached
+    /// then); [`AttentionError::Mismatch`] for a cache made for another decoder.
+    pub fn forward_cached(
+        &self,
+        ids: &[usize],
+        cache: &mut KvCache,
+    ) -> Result<DecoderOutput, AttentionError> {
+        if let Some(&id) = ids.iter().find(|&&id| id >= self.vocab()) {
+            return Err(AttentionError::OutOfRange {
+                what: "token id",
+                index: id,
+                table: Operand::new("token embeddings", self.embed.shape()),
+            });
+        }
+        // Checked whole before any layer appends, so an error leaves the cache as it was.
+        let widths = cache.layers().iter().map(LayerCache::width);
+        if !widths.eq(self.blocks.iter().map(|b| b.attention().kv_width())) {
+            return Err(AttentionError::mismatch(
+                Operand::row("the cache's layers", cache.layers().len()),
+                Operand::row("the decoder's blocks", self.blocks.len()),
+                "a KV cache holds one layer per block, as wide as its keys: make it with \
+                 Decoder::cache",
+            ));
+        }
+        let embedded = self.embed.select(Axis(0), ids);
+        let mut x = embedded.clone();
+        let mut blocks = Vec::with_capacity(self.blocks.len());
+        for (block, layer) in self.blocks.iter().zip(cache.layers_mut()) {
+            let out = block.forward(&x, layer)?;
+            x = out.output.clone();
+            blocks.push(out);
+        }
+        let hidden = self.norm.forward(&x)?;
+        let logits = match &self.lm_head {
+            LmHead::Tied => hidden.dot(&self.embed.t()),
+            LmHead::Untied(w) => parallel::project(hidden.view(), w, None),
+        };
+        Ok(DecoderOutput {
+            embedded,
+            blocks,
+            hidden,
+            logits,
+        })
+    }
+}
