@@ -30,10 +30,19 @@ fn attention(c: &mut Criterion) {
         group.sample_size(if n >= 4096 { 10 } else { 20 });
         group.measurement_time(Duration::from_secs(if n >= 1024 { 10 } else { 3 }));
         group.bench_with_input(BenchmarkId::new("streaming", &size), &x, |b, x| {
-            b.iter(|| layer.forward_streaming(x).expect("shapes agree"))
+            b.iter(|| {
+                layer
+                    .forward(x, &Attend::new().streaming(Streaming::default()))
+                    .expect("shapes agree")
+            })
         });
         group.bench_with_input(BenchmarkId::new("full", &size), &x, |b, x| {
-            b.iter(|| layer.forward(x).expect("shapes agree").output)
+            b.iter(|| {
+                layer
+                    .forward(x, &Attend::new())
+                    .expect("shapes agree")
+                    .output
+            })
         });
     }
     group.finish();

@@ -353,8 +353,8 @@ def write_report(result):
     if extra:
         lines += [
             "",
-            "Under a causal mask (`forward_streaming_masked` with `Mask::causal`; PyTorch with the same "
-            "additive mask as `attn_mask`), and one head of the layer alone (`Head::forward_streaming`, "
+            "Under a causal mask (`forward` streamed with `Attend::mask(&Mask::causal(n))`; PyTorch with the "
+            "same additive mask as `attn_mask`), and one head of the layer alone (`Head::forward`, streamed, "
             "d_k = 64; its bound counts its own GFLOP):",
             "",
             "| (N, D, H) | threads | causal, streaming | causal, PyTorch | streaming / PyTorch | one head | head's bound | head / bound |",

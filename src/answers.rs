@@ -18,7 +18,7 @@ use crate::heads::MultiHeadOutput;
 ///
 /// let w = Array2::<f64>::eye(2);
 /// let layer = MultiHead::split(&w, &w, &w, 1, Some(w.clone()))?;
-/// let out = layer.forward(&array![[1.0, 0.0], [0.0, 1.0]])?;
+/// let out = layer.forward(&array![[1.0, 0.0], [0.0, 1.0]], &Attend::new())?;
 /// let json = answers_json("ada", &out);
 /// assert!(json.starts_with(r#"{"student": "ada", "heads": [{"q": [[1.0, 0.0], [0.0, 1.0]]"#));
 /// # Ok::<(), AttentionError>(())

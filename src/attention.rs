@@ -2,6 +2,7 @@
 
 use ndarray::{Array2, ArrayView2};
 
+use crate::attend::{Attend, Path};
 use crate::error::{reserve_matrix, AttentionError, Operand};
 use crate::mask::Mask;
 use crate::softmax::Softmax;
@@ -17,87 +18,52 @@ pub struct Attention {
     pub output: Array2<f64>,
 }
 
-/// `softmax(Q K^T / sqrt(d_k)) V` with the stable softmax, `d_k` being the columns of K.
+/// `softmax(Q K^T / sqrt(d_k)) V`, `d_k` being the columns of K, with the options of
+/// `attend` (PyTorch's `F.scaled_dot_product_attention(q, k, v, attn_mask=..., is_causal=...)`).
+///
+/// On the full path (`&Attend::new()`) it gives an [`Attention`] with every step; streamed
+/// ([`Attend::streaming`]) the output alone, up to rounding, without forming the scores. The
+/// softmax is the stable one unless [`Attend::softmax`] chooses another.
 ///
 /// The scores are divided by `sqrt(d_k)` (not multiplied by its inverse), as the documents'
 /// NumPy code does, so they round the same way. With zero query tokens every result has zero
 /// rows; with zero key tokens the weights have zero columns and the output is all zeros (as
-/// NumPy's `w @ V` gives). NaN and `inf` propagate as in NumPy.
+/// NumPy's `w @ V` gives). NaN and `inf` propagate as in NumPy. Under a mask, `scores` holds
+/// the masked scores (`-inf` where blocked), as the softmax sees them, and a query whose
+/// every key is blocked gets zero weights and a zero output row (see [`crate::mask`] for
+/// what PyTorch, d2l and burn give instead).
 ///
 /// ```
 /// use attention_lab::prelude::*;
 ///
 /// // scores = np.dot(Q, K.T) / np.sqrt(K.shape[-1])
 /// let q = array![[1.0, 0.0], [0.0, 1.0]];
-/// let a = scaled_dot_product_attention(&q, &q, &array![[1.0], [3.0]])?;
+/// let v = array![[1.0], [3.0]];
+/// let a = scaled_dot_product_attention(&q, &q, &v, &Attend::new())?;
 /// assert_eq!(a.scores, array![[1.0 / 2f64.sqrt(), 0.0], [0.0, 1.0 / 2f64.sqrt()]]);
 /// assert!((a.weights.row(0).sum() - 1.0).abs() < 1e-15);
-/// assert_eq!(a.output.dim(), (2, 1));
+/// let causal = scaled_dot_product_attention(&q, &q, &v, &Attend::new().causal())?;
+/// assert_eq!(causal.output.row(0), v.row(0)); // token 0 sees only itself
+/// let z: Array2<f64> = scaled_dot_product_attention(&q, &q, &v, &Attend::new().streaming(Streaming::default()))?;
+/// assert!((&z - &a.output).iter().all(|d| d.abs() < 1e-14));
 /// # Ok::<(), AttentionError>(())
 /// ```
 ///
 /// # Errors
-/// [`AttentionError::Mismatch`] when Q and K have different numbers of columns, or K and V
-/// different numbers of rows.
-pub fn scaled_dot_product_attention<'a>(
+/// [`AttentionError::Mismatch`] when Q and K have different numbers of columns, K and V
+/// different numbers of rows, or the mask is not queries x keys (and, with
+/// [`Attend::causal`], when there are more queries than keys);
+/// [`AttentionError::NotApplicable`] for [`Attend::key_padding`], which is for batches.
+pub fn scaled_dot_product_attention<'a, P: Path>(
     q: impl Into<ArrayView2<'a, f64>>,
     k: impl Into<ArrayView2<'a, f64>>,
     v: impl Into<ArrayView2<'a, f64>>,
-) -> Result<Attention, AttentionError> {
-    scaled_dot_product_attention_with(q, k, v, Softmax::Stable)
+    attend: &Attend<'_, P>,
+) -> Result<P::Attention, AttentionError> {
+    P::attention(q.into(), k.into(), v.into(), attend)
 }
 
-/// [`scaled_dot_product_attention`] with a chosen softmax (seeds 003 and 004 use the naive one).
-///
-/// ```
-/// use attention_lab::prelude::*;
-///
-/// // w = np.exp(scores) / np.sum(np.exp(scores), axis=1, keepdims=True)
-/// let big = array![[1000.0, 0.0]];
-/// let naive = scaled_dot_product_attention_with(&big, &big, &array![[1.0]], Softmax::Naive)?;
-/// assert!(naive.weights[[0, 0]].is_nan()); // exp overflowed
-/// # Ok::<(), AttentionError>(())
-/// ```
-///
-/// # Errors
-/// As [`scaled_dot_product_attention`].
-pub fn scaled_dot_product_attention_with<'a>(
-    q: impl Into<ArrayView2<'a, f64>>,
-    k: impl Into<ArrayView2<'a, f64>>,
-    v: impl Into<ArrayView2<'a, f64>>,
-    softmax: Softmax,
-) -> Result<Attention, AttentionError> {
-    attend(q.into(), k.into(), v.into(), softmax, None)
-}
-
-/// [`scaled_dot_product_attention`] with a [`Mask`] added to the scores before the softmax.
-///
-/// `scores` then holds the masked scores (`-inf` where blocked), as the softmax sees them.
-/// A query whose every key is blocked gets zero weights and a zero output row (see
-/// [`crate::mask`] for what PyTorch, d2l and burn give instead).
-///
-/// ```
-/// use attention_lab::prelude::*;
-///
-/// let x = array![[1.0, 0.0], [0.0, 1.0]];
-/// let a = scaled_dot_product_attention_masked(&x, &x, &x, &Mask::causal(2))?;
-/// assert_eq!(a.weights[[0, 1]], 0.0);
-/// assert_eq!(a.output.row(0), x.row(0));
-/// # Ok::<(), AttentionError>(())
-/// ```
-///
-/// # Errors
-/// As [`scaled_dot_product_attention`], and [`AttentionError::Mismatch`] when the mask is not
-/// queries x keys.
-pub fn scaled_dot_product_attention_masked<'a>(
-    q: impl Into<ArrayView2<'a, f64>>,
-    k: impl Into<ArrayView2<'a, f64>>,
-    v: impl Into<ArrayView2<'a, f64>>,
-    mask: &Mask,
-) -> Result<Attention, AttentionError> {
-    attend(q.into(), k.into(), v.into(), Softmax::Stable, Some(mask))
-}
-
+/// The full path: every step, with `mask` added to the scores when there is one.
 pub(crate) fn attend(
     q: ArrayView2<'_, f64>,
     k: ArrayView2<'_, f64>,

@@ -5,18 +5,19 @@
 //! of every item is kept ([`BatchOutput::items`]); the results and weights are also given
 //! stacked, with the batch as their first axis. Each item may have its own key padding
 //! (PyTorch's `key_padding_mask`, `true` = padding) and all items may share one [`Mask`]
-//! (PyTorch's `attn_mask`, e.g. [`Mask::causal`]).
+//! (PyTorch's `attn_mask`, e.g. [`Mask::causal`], or `is_causal`), all given by [`Attend`].
 //!
-//! The streaming counterparts ([`MultiHead::forward_batch_streaming`],
-//! [`MultiHead::forward_cross_batch_streaming`]) run each item by the streaming path
-//! ([`crate::stream`]) and give only the stacked result.
+//! Streamed ([`Attend::streaming`](crate::attend::Attend::streaming)), each item runs by the
+//! streaming path ([`crate::stream`]) and the call gives only the stacked result.
 
 use ndarray::{Array2, Array3, Array4, ArrayView2, ArrayView3, Axis};
 
+use crate::attend::{Attend, Masks, Path};
 use crate::error::{AttentionError, Operand};
 use crate::heads::{MultiHead, MultiHeadOutput};
 use crate::mask::Mask;
-use crate::stream::Streaming;
+use crate::softmax::Softmax;
+use crate::stream::{self, Layer, Streaming};
 
 /// Every intermediate of a multi-head layer on each item of a batch, and the batch's
 /// results and weights stacked along a first, batch axis.
@@ -39,7 +40,7 @@ impl BatchOutput {
     /// let w = Array2::<f64>::eye(2);
     /// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
     /// let x: Array3<f64> = array![[[1.0, 0.0], [0.0, 1.0]], [[2.0, 1.0], [1.0, 2.0]]];
-    /// let out = layer.forward_batch(&x, None, None)?;
+    /// let out = layer.forward_batch(&x, &Attend::new())?;
     /// assert_eq!(out.items().len(), 2);
     /// assert_eq!(out.items()[1].heads[0].q, array![[2.0], [1.0]]); // item 1, head 1
     /// # Ok::<(), AttentionError>(())
@@ -57,7 +58,7 @@ impl BatchOutput {
     /// let w = Array2::<f64>::eye(2);
     /// let layer = MultiHead::split(&w, &w, &w, 1, Some(w.clone() * 2.0))?;
     /// let x: Array3<f64> = array![[[1.0, 2.0]], [[3.0, 4.0]], [[5.0, 6.0]]];
-    /// let out = layer.forward_batch(&x, None, None)?;
+    /// let out = layer.forward_batch(&x, &Attend::new())?;
     /// assert_eq!(out.result(), &x * 2.0); // one token each: its value, times W_O
     /// # Ok::<(), AttentionError>(())
     /// ```
@@ -75,7 +76,7 @@ impl BatchOutput {
     /// let w = Array2::<f64>::eye(4);
     /// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
     /// let x = Array3::<f64>::ones((3, 5, 4));
-    /// let weights: Array4<f64> = layer.forward_batch(&x, None, None)?.weights();
+    /// let weights: Array4<f64> = layer.forward_batch(&x, &Attend::new())?.weights();
     /// assert_eq!(weights.dim(), (3, 2, 5, 5));
     /// assert_eq!(weights[[2, 1, 0, 4]], 0.2); // equal tokens: uniform weights
     /// # Ok::<(), AttentionError>(())
@@ -99,7 +100,7 @@ impl BatchOutput {
     /// let w = Array2::<f64>::eye(2);
     /// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
     /// let x: Array3<f64> = array![[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]]];
-    /// let averaged = layer.forward_batch(&x, None, Some(&Mask::causal(2)))?.averaged_weights();
+    /// let averaged = layer.forward_batch(&x, &Attend::new().causal())?.averaged_weights();
     /// assert_eq!(averaged.dim(), (2, 2, 2));
     /// assert_eq!(averaged.slice(s![.., 0, ..]), array![[1.0, 0.0], [1.0, 0.0]]);
     /// # Ok::<(), AttentionError>(())
@@ -129,11 +130,12 @@ fn stack<'a>(
 }
 
 impl MultiHead {
-    /// Self-attention on each item of a `(batch, tokens, features)` array `x`, with an
-    /// optional key padding mask, `batch x tokens` with `true` where a token is padding
-    /// (PyTorch's `key_padding_mask`), and an optional [`Mask`] shared by every item
-    /// (PyTorch's `attn_mask`). Where both are given a score is blocked when either blocks
-    /// it.
+    /// Self-attention on each item of a `(batch, tokens, features)` array `x`, with the
+    /// options of `attend`: the key padding ([`Attend::key_padding`], batch x tokens, PyTorch's
+    /// `key_padding_mask`) and the mask every item shares ([`Attend::mask`], [`Attend::causal`],
+    /// PyTorch's `attn_mask`); a score is blocked where any of them blocks it. The full path
+    /// gives a [`BatchOutput`]; streamed ([`Attend::streaming`], each item in turn) the stacked
+    /// results alone, `(batch, tokens, width)`, as streaming keeps no weights.
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -143,11 +145,13 @@ impl MultiHead {
     /// let x: Array3<f64> = array![[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[2.0, 0.0], [0.0, 2.0], [9.0, 9.0]]];
     /// // item 1's last token is padding
     /// let padding = array![[false, false, false], [false, false, true]];
-    /// let out = layer.forward_batch(&x, Some(&padding), Some(&Mask::causal(3)))?;
+    /// let attend = Attend::new().key_padding(&padding).causal();
+    /// let out = layer.forward_batch(&x, &attend)?;
     /// let weights = out.averaged_weights();
     /// assert_eq!(weights[[1, 2, 2]], 0.0); // padding gets no weight
     /// assert_eq!(weights[[0, 0, 1]], 0.0); // nor does the future
-    /// assert_eq!(out.result().dim(), (2, 3, 2));
+    /// let streamed: Array3<f64> = layer.forward_batch(&x, &attend.streaming(Streaming::default()))?;
+    /// assert!((&streamed - &out.result()).iter().all(|d| d.abs() < 1e-14));
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///
@@ -155,20 +159,20 @@ impl MultiHead {
     /// [`AttentionError::Mismatch`] when the key padding mask is not batch x tokens, the
     /// shared mask not tokens x tokens, or the features of `x` differ from the rows of W_Q
     /// (naming `x` with its batch shape).
-    pub fn forward_batch<'a>(
+    pub fn forward_batch<'x, P: Path>(
         &self,
-        x: impl Into<ArrayView3<'a, f64>>,
-        key_padding: Option<&Array2<bool>>,
-        mask: Option<&Mask>,
-    ) -> Result<BatchOutput, AttentionError> {
+        x: impl Into<ArrayView3<'x, f64>>,
+        attend: &Attend<'_, P>,
+    ) -> Result<P::BatchOutput, AttentionError> {
         let x = x.into();
-        self.forward_batch_in([x, x, x], key_padding, mask)
+        P::batch(self, [x, x, x], attend)
     }
 
     /// Cross-attention on each item of a batch: queries from `x` (batch, tokens, E), keys
     /// from `key` (batch, key tokens, kdim) and values from `value` (batch, key tokens,
-    /// vdim), PyTorch's `mha(query, key, value)` with `batch_first=True`. The key padding
-    /// mask is batch x key tokens; the shared [`Mask`] is tokens x key tokens.
+    /// vdim), PyTorch's `mha(query, key, value)` with `batch_first=True`, with the options of
+    /// `attend`. The key padding mask is batch x key tokens; the shared mask is tokens x key
+    /// tokens (with [`Attend::causal`], [`Mask::causal_over`]: new tokens over a KV cache).
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -180,7 +184,7 @@ impl MultiHead {
     /// let key = Array3::<f64>::zeros((2, 2, 3));
     /// let value: Array3<f64> = array![[[1.0], [3.0]], [[4.0], [5.0]]];
     /// let padding = array![[false, false], [false, true]];
-    /// let out = layer.forward_cross_batch(&x, &key, &value, Some(&padding), None)?;
+    /// let out = layer.forward_cross_batch(&x, &key, &value, &Attend::new().key_padding(&padding))?;
     /// // equal scores: item 0 averages its two values, item 1 sees only its first
     /// assert_eq!(out.result(), array![[[2.0, -2.0]], [[4.0, -4.0]]]);
     /// # Ok::<(), AttentionError>(())
@@ -191,150 +195,25 @@ impl MultiHead {
     /// items, `key` and `value` different numbers of tokens, their features differ from the
     /// rows of W_Q, W_K or W_V, the key padding mask is not batch x key tokens or the shared
     /// mask not tokens x key tokens.
-    pub fn forward_cross_batch<'a>(
+    pub fn forward_cross_batch<'x, P: Path>(
         &self,
-        x: impl Into<ArrayView3<'a, f64>>,
-        key: impl Into<ArrayView3<'a, f64>>,
-        value: impl Into<ArrayView3<'a, f64>>,
-        key_padding: Option<&Array2<bool>>,
-        mask: Option<&Mask>,
-    ) -> Result<BatchOutput, AttentionError> {
-        self.forward_batch_in([x.into(), key.into(), value.into()], key_padding, mask)
+        x: impl Into<ArrayView3<'x, f64>>,
+        key: impl Into<ArrayView3<'x, f64>>,
+        value: impl Into<ArrayView3<'x, f64>>,
+        attend: &Attend<'_, P>,
+    ) -> Result<P::BatchOutput, AttentionError> {
+        P::batch(self, [x.into(), key.into(), value.into()], attend)
     }
 
-    /// [`MultiHead::forward_batch`]'s stacked result, streamed: `(batch, tokens, width)`,
-    /// item `b` streamed with its key padding and the shared [`Mask`]. Streaming keeps no
-    /// weights, so there is no [`BatchOutput`].
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    ///
-    /// let w = Array2::<f64>::eye(2);
-    /// let layer = MultiHead::split(&w, &w, &w, 2, Some(w.clone()))?;
-    /// let x: Array3<f64> = array![[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[2.0, 0.0], [0.0, 2.0], [9.0, 9.0]]];
-    /// let padding = array![[false, false, false], [false, false, true]];
-    /// let mask = Mask::causal(3);
-    /// let out: Array3<f64> = layer.forward_batch_streaming(&x, Some(&padding), Some(&mask))?;
-    /// let full = layer.forward_batch(&x, Some(&padding), Some(&mask))?.result();
-    /// assert!((&out - &full).iter().all(|d| d.abs() < 1e-14));
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`MultiHead::forward_batch`].
-    pub fn forward_batch_streaming<'a>(
-        &self,
-        x: impl Into<ArrayView3<'a, f64>>,
-        key_padding: Option<&Array2<bool>>,
-        mask: Option<&Mask>,
-    ) -> Result<Array3<f64>, AttentionError> {
-        self.forward_batch_streaming_with(x, key_padding, mask, Streaming::default())
-    }
-
-    /// [`MultiHead::forward_batch_streaming`] with chosen block sizes and threads (for each
-    /// item in turn).
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    ///
-    /// let w = Array2::<f64>::eye(4);
-    /// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
-    /// let x = Array3::<f64>::ones((3, 5, 4));
-    /// let serial = Streaming { threads: 1, ..Streaming::default() };
-    /// let out: Array3<f64> = layer.forward_batch_streaming_with(&x, None, None, serial)?;
-    /// assert_eq!(out, x); // equal tokens: each one's value
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`MultiHead::forward_batch`].
-    pub fn forward_batch_streaming_with<'a>(
-        &self,
-        x: impl Into<ArrayView3<'a, f64>>,
-        key_padding: Option<&Array2<bool>>,
-        mask: Option<&Mask>,
-        streaming: Streaming,
-    ) -> Result<Array3<f64>, AttentionError> {
-        let x = x.into();
-        self.stream_batch([x, x, x], key_padding, mask, streaming)
-    }
-
-    /// [`MultiHead::forward_cross_batch`]'s stacked result, streamed: `(batch, tokens,
-    /// width)`, queries from `x`, keys from `key` and values from `value`, with the same
-    /// key padding and shared [`Mask`] conventions.
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    ///
-    /// // E = 2, one head; keys 3 wide, values 1 wide
-    /// let head = Head::cross(Array2::eye(2), Array2::zeros((3, 2)), array![[1.0, -1.0]])?;
-    /// let layer = MultiHead::new(vec![head], None)?;
-    /// let x = Array3::<f64>::ones((2, 1, 2));
-    /// let key = Array3::<f64>::zeros((2, 2, 3));
-    /// let value: Array3<f64> = array![[[1.0], [3.0]], [[4.0], [5.0]]];
-    /// let padding = array![[false, false], [false, true]];
-    /// let out: Array3<f64> = layer.forward_cross_batch_streaming(&x, &key, &value, Some(&padding), None)?;
-    /// // equal scores: item 0 averages its two values, item 1 sees only its first
-    /// assert_eq!(out, array![[[2.0, -2.0]], [[4.0, -4.0]]]);
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`MultiHead::forward_cross_batch`].
-    pub fn forward_cross_batch_streaming<'a>(
-        &self,
-        x: impl Into<ArrayView3<'a, f64>>,
-        key: impl Into<ArrayView3<'a, f64>>,
-        value: impl Into<ArrayView3<'a, f64>>,
-        key_padding: Option<&Array2<bool>>,
-        mask: Option<&Mask>,
-    ) -> Result<Array3<f64>, AttentionError> {
-        let streaming = Streaming::default();
-        self.forward_cross_batch_streaming_with(x, key, value, key_padding, mask, streaming)
-    }
-
-    /// [`MultiHead::forward_cross_batch_streaming`] with chosen block sizes and threads (for
-    /// each item in turn).
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    ///
-    /// // two new tokens per item over a KV cache of five
-    /// let w = Array2::<f64>::eye(2);
-    /// let layer = MultiHead::split(&w, &w, &w, 1, None)?;
-    /// let cache = Array3::from_shape_fn((2, 5, 2), |(b, t, f)| (b + t * f) as f64 / 4.0);
-    /// let new = cache.slice(s![.., 3.., ..]);
-    /// let tiny = Streaming { query_block: 1, key_block: 2, threads: 1 };
-    /// let mask = Mask::causal_over(2, 5)?;
-    /// let out = layer.forward_cross_batch_streaming_with(new, &cache, &cache, None, Some(&mask), tiny)?;
-    /// let all = layer.forward_batch(&cache, None, Some(&Mask::causal(5)))?.result();
-    /// assert!((&out - &all.slice(s![.., 3.., ..])).iter().all(|d| d.abs() < 1e-14));
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`MultiHead::forward_cross_batch`].
-    pub fn forward_cross_batch_streaming_with<'a>(
-        &self,
-        x: impl Into<ArrayView3<'a, f64>>,
-        key: impl Into<ArrayView3<'a, f64>>,
-        value: impl Into<ArrayView3<'a, f64>>,
-        key_padding: Option<&Array2<bool>>,
-        mask: Option<&Mask>,
-        streaming: Streaming,
-    ) -> Result<Array3<f64>, AttentionError> {
-        let inputs = [x.into(), key.into(), value.into()];
-        self.stream_batch(inputs, key_padding, mask, streaming)
-    }
-
-    fn forward_batch_in(
+    /// The full path on each item.
+    pub(crate) fn forward_batch_in(
         &self,
         inputs: [ArrayView3<'_, f64>; 3],
-        key_padding: Option<&Array2<bool>>,
-        mask: Option<&Mask>,
+        masks: &Masks<'_>,
+        softmax: Option<Softmax>,
     ) -> Result<BatchOutput, AttentionError> {
-        let items = each_item(inputs, key_padding, mask, |item, mask| {
-            self.forward_in(item, mask)
+        let items = each_item(inputs, masks, |item, mask| {
+            self.forward_in(item, mask, softmax)
         })?;
         Ok(BatchOutput {
             items,
@@ -345,15 +224,16 @@ impl MultiHead {
         })
     }
 
-    fn stream_batch(
+    /// The streaming path on each item, the results stacked.
+    pub(crate) fn stream_batch(
         &self,
         inputs: [ArrayView3<'_, f64>; 3],
-        key_padding: Option<&Array2<bool>>,
-        mask: Option<&Mask>,
+        masks: &Masks<'_>,
+        softmax: Option<Softmax>,
         streaming: Streaming,
     ) -> Result<Array3<f64>, AttentionError> {
-        let items = each_item(inputs, key_padding, mask, |item, mask| {
-            self.stream(item, mask, streaming)
+        let items = each_item(inputs, masks, |item, mask| {
+            stream::forward(Layer::of(self, softmax), item, mask, streaming)
         })?;
         let shape = (items.len(), inputs[0].dim().1, self.result_width());
         Ok(stack(items.iter().map(|item| item.view()), shape))
@@ -365,8 +245,7 @@ impl MultiHead {
 /// the whole batch.
 fn each_item<T>(
     inputs: [ArrayView3<'_, f64>; 3],
-    key_padding: Option<&Array2<bool>>,
-    mask: Option<&Mask>,
+    masks: &Masks<'_>,
     run: impl Fn([ArrayView2<'_, f64>; 3], Option<&Mask>) -> Result<T, AttentionError>,
 ) -> Result<Vec<T>, AttentionError> {
     let [x, key, value] = inputs;
@@ -387,6 +266,7 @@ fn each_item<T>(
             ));
         }
     }
+    let key_padding = masks.key_padding();
     if let Some(padding) = key_padding {
         if padding.dim() != (batch, keys) {
             return Err(AttentionError::mismatch(
@@ -397,18 +277,21 @@ fn each_item<T>(
             ));
         }
     }
-    if let Some(mask) = mask {
+    let shared = masks.shared(queries, keys)?;
+    if let Some(mask) = &shared {
         mask.check(queries, keys)?;
     }
     (0..batch)
         .map(|b| {
             let item = inputs.map(|a| a.index_axis_move(Axis(0), b));
             let padded = key_padding.map(|p| Mask::key_padding(queries, p.row(b)));
-            let mask = match (mask, padded) {
+            // Both blocked where either blocks; else whichever there is.
+            let both = match (&shared, padded) {
                 (Some(shared), Some(padded)) => Some(shared.and(&padded)?),
-                (shared, padded) => padded.or_else(|| shared.cloned()),
+                (Some(_), None) => None,
+                (None, padded) => padded,
             };
-            run(item, mask.as_ref())
+            run(item, both.as_ref().or(shared.as_deref()))
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| batch_shapes(e, &inputs, names))

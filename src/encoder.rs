@@ -6,6 +6,7 @@
 
 use ndarray::{Array2, Array4, ArrayView1, ArrayView2, Axis};
 
+use crate::attend::Attend;
 use crate::error::{AttentionError, Operand};
 use crate::feed_forward::{FeedForward, FeedForwardOutput};
 use crate::heads::{MultiHead, MultiHeadOutput};
@@ -359,10 +360,7 @@ impl EncoderLayer {
         mask: Option<&Mask>,
     ) -> Result<EncoderLayerOutput, AttentionError> {
         let x = x.into();
-        let attention = match mask {
-            Some(mask) => self.attention.forward_masked(x, mask)?,
-            None => self.attention.forward(x)?,
-        };
+        let attention = self.attention.forward(x, &Attend::new().mask(mask))?;
         let attended = self.attention_norm.normalize(attention.result() + &x)?;
         let feed_forward = self.feed_forward.forward(&attended)?;
         let output = self

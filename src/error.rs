@@ -50,7 +50,7 @@ impl fmt::Display for Operand {
 ///
 /// let x = Array2::<f64>::zeros((2, 5));
 /// let head = Head::new(Array2::zeros((4, 3)), Array2::zeros((4, 3)), Array2::zeros((4, 3)))?;
-/// let err = head.forward(&x).unwrap_err();
+/// let err = head.forward(&x, &Attend::new()).unwrap_err();
 /// assert_eq!(
 ///     err.to_string(),
 ///     "X is 2x5 but W_Q is 4x3: the columns of X must equal the rows of W_Q"
@@ -93,6 +93,14 @@ pub enum AttentionError {
         index: usize,
         /// The table, with its shape.
         table: Operand,
+    },
+    /// An option of [`Attend`](crate::attend::Attend) that the call it was given to cannot
+    /// use (key padding, which has one row per batch item, on one sequence).
+    NotApplicable {
+        /// The option, as it is called (`Attend::key_padding`).
+        option: &'static str,
+        /// Why it does not apply, and what to use instead.
+        reason: &'static str,
     },
     /// A matrix to be made is larger than memory can hold (more than `isize::MAX` bytes, or
     /// more than the allocator could give).
@@ -165,6 +173,9 @@ impl fmt::Display for AttentionError {
                         rows - 1
                     ),
                 }
+            }
+            AttentionError::NotApplicable { option, reason } => {
+                write!(f, "{option} does not apply to this call: {reason}")
             }
             AttentionError::NoHeads => {
                 write!(

@@ -3,6 +3,7 @@
 
 use ndarray::{concatenate, s, Array1, Array2, ArrayView2, Axis};
 
+use crate::attend::{Attend, Path};
 use crate::attention::attend;
 use crate::error::{AttentionError, Operand};
 use crate::mask::Mask;
@@ -100,7 +101,7 @@ impl Head {
     /// // Q_1 = np.dot(X, WQ_1) and so on for K_1, V_1
     /// let x = array![[1.0, 2.0], [3.0, 4.0]];
     /// let head = Head::new(Array2::eye(2), array![[0.0, 1.0], [1.0, 0.0]], Array2::eye(2))?;
-    /// let out = head.forward(&x)?;
+    /// let out = head.forward(&x, &Attend::new())?;
     /// assert_eq!(out.k, array![[2.0, 1.0], [4.0, 3.0]]);
     /// # Ok::<(), AttentionError>(())
     /// ```
@@ -126,7 +127,7 @@ impl Head {
     /// let x = array![[1.0, 0.0]];
     /// let memory_k = array![[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]];
     /// let memory_v = array![[3.0], [5.0]];
-    /// let out = head.forward_cross(&x, &memory_k, &memory_v, None)?;
+    /// let out = head.forward_cross(&x, &memory_k, &memory_v, &Attend::new())?;
     /// assert_eq!(out.weights.dim(), (1, 2)); // one query, two keys
     /// assert_eq!(out.v, array![[6.0], [10.0]]);
     /// # Ok::<(), AttentionError>(())
@@ -157,7 +158,7 @@ impl Head {
     ///
     /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?
     ///     .with_biases(array![1.0, 0.0], array![0.0, 0.0], array![0.5, -0.5])?;
-    /// let out = head.forward(&array![[1.0, 2.0]])?;
+    /// let out = head.forward(&array![[1.0, 2.0]], &Attend::new())?;
     /// assert_eq!(out.q, array![[2.0, 2.0]]);
     /// assert_eq!(out.z, array![[1.5, 1.5]]); // one token: z is its value
     /// # Ok::<(), AttentionError>(())
@@ -241,55 +242,46 @@ impl Head {
         self.softmax
     }
 
-    /// Runs the head on `x` (one row per token) and keeps every intermediate.
+    /// Self-attention: runs the head on `x` (one row per token) with the options of
+    /// `attend` (mask, softmax, path). The full path (`&Attend::new()`) keeps every
+    /// intermediate ([`HeadOutput`]); streamed ([`Attend::streaming`]) it gives `z` alone, up
+    /// to rounding, with no N x N matrix and on every core. Under a mask `scores` keeps the
+    /// masked scores, and a query whose every key is blocked gets zero weights and a zero `z`
+    /// row.
     ///
     /// ```
     /// use attention_lab::prelude::*;
     ///
     /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
-    /// let out = head.forward(&array![[1.0, 0.0], [0.0, 1.0]])?;
+    /// let x = array![[1.0, 0.0], [0.0, 1.0]];
+    /// let out = head.forward(&x, &Attend::new())?;
     /// assert_eq!(out.weights.dim(), (2, 2));
     /// assert_eq!(out.z.row(0).sum(), 1.0); // each z row mixes the value rows
+    /// let causal = head.forward(&x, &Attend::new().causal())?;
+    /// assert_eq!(causal.weights.row(0), array![1.0, 0.0]);
+    /// let z: Array2<f64> = head.forward(&x, &Attend::new().causal().streaming(Streaming::default()))?;
+    /// assert!((&z - &causal.z).iter().all(|d| d.abs() < 1e-14));
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///
     /// # Errors
-    /// [`AttentionError::Mismatch`] when the columns of `x` differ from the rows of W_Q.
-    pub fn forward<'a>(
+    /// [`AttentionError::Mismatch`] when the columns of `x` differ from the rows of W_Q, or
+    /// the mask is not tokens x tokens; [`AttentionError::NotApplicable`] for
+    /// [`Attend::key_padding`], which is for batches.
+    pub fn forward<'x, P: Path>(
         &self,
-        x: impl Into<ArrayView2<'a, f64>>,
-    ) -> Result<HeadOutput, AttentionError> {
+        x: impl Into<ArrayView2<'x, f64>>,
+        attend: &Attend<'_, P>,
+    ) -> Result<P::HeadOutput, AttentionError> {
         let x = x.into();
-        self.forward_in([x, x, x], None, None)
-    }
-
-    /// [`Head::forward`] with a [`Mask`] added to the scores; `scores` keeps the masked
-    /// scores, and a query whose every key is blocked gets zero weights and a zero `z` row.
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    ///
-    /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
-    /// let out = head.forward_masked(&array![[1.0, 0.0], [0.0, 1.0]], &Mask::causal(2))?;
-    /// assert_eq!(out.weights.row(0), array![1.0, 0.0]);
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`Head::forward`], and [`AttentionError::Mismatch`] when the mask is not tokens x
-    /// tokens.
-    pub fn forward_masked<'a>(
-        &self,
-        x: impl Into<ArrayView2<'a, f64>>,
-        mask: &Mask,
-    ) -> Result<HeadOutput, AttentionError> {
-        let x = x.into();
-        self.forward_in([x, x, x], None, Some(mask))
+        P::head(self, [x, x, x], attend)
     }
 
     /// Cross-attention: queries from `x`, keys from `key` and values from `value` (PyTorch's
-    /// `query`, `key` and `value`), with an optional [`Mask`] of x's tokens x key's tokens.
-    /// `key` and `value` have one row per token of the other sequence.
+    /// `query`, `key` and `value`), with the options of `attend`; a mask is x's tokens x
+    /// key's tokens. `key` and `value` have one row per token of the other sequence. With
+    /// [`Attend::causal`] the queries are the last tokens of the keys' sequence, as new
+    /// tokens over a KV cache ([`Mask::causal_over`]).
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -298,24 +290,28 @@ impl Head {
     /// let decoder = array![[1.0, 0.0]];
     /// let encoder = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]];
     /// let padding = Mask::key_padding(1, &[false, false, true]);
-    /// let out = head.forward_cross(&decoder, &encoder, &encoder, Some(&padding))?;
+    /// let out = head.forward_cross(&decoder, &encoder, &encoder, &Attend::new().mask(&padding))?;
     /// assert_eq!(out.weights.dim(), (1, 3));
     /// assert_eq!(out.weights[[0, 2]], 0.0);
+    /// let streamed = Attend::new().mask(&padding).streaming(Streaming::default());
+    /// let z: Array2<f64> = head.forward_cross(&decoder, &encoder, &encoder, &streamed)?;
+    /// assert!((&z - &out.z).iter().all(|d| d.abs() < 1e-14));
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///
     /// # Errors
     /// [`AttentionError::Mismatch`] when the columns of `x`, `key` or `value` differ from the
     /// rows of W_Q, W_K or W_V, when `key` and `value` have different numbers of rows, or when
-    /// the mask is not x's tokens x key's tokens.
-    pub fn forward_cross<'a>(
+    /// the mask is not x's tokens x key's tokens (with [`Attend::causal`], when x has more
+    /// tokens than key); [`AttentionError::NotApplicable`] for [`Attend::key_padding`].
+    pub fn forward_cross<'x, P: Path>(
         &self,
-        x: impl Into<ArrayView2<'a, f64>>,
-        key: impl Into<ArrayView2<'a, f64>>,
-        value: impl Into<ArrayView2<'a, f64>>,
-        mask: Option<&Mask>,
-    ) -> Result<HeadOutput, AttentionError> {
-        self.forward_in([x.into(), key.into(), value.into()], None, mask)
+        x: impl Into<ArrayView2<'x, f64>>,
+        key: impl Into<ArrayView2<'x, f64>>,
+        value: impl Into<ArrayView2<'x, f64>>,
+        attend: &Attend<'_, P>,
+    ) -> Result<P::HeadOutput, AttentionError> {
+        P::head(self, [x.into(), key.into(), value.into()], attend)
     }
 
     /// The errors of a forward pass whose queries, keys and values come from `inputs`
@@ -373,11 +369,13 @@ impl Head {
         Ok(())
     }
 
-    fn forward_in(
+    /// The full path; `softmax`, when given, replaces the head's own.
+    pub(crate) fn forward_in(
         &self,
         inputs: [ArrayView2<'_, f64>; 3],
         head: Option<usize>,
         mask: Option<&Mask>,
+        softmax: Option<Softmax>,
     ) -> Result<HeadOutput, AttentionError> {
         self.check_inputs(inputs, head)?;
         let [x, key, value] = inputs;
@@ -386,7 +384,8 @@ impl Head {
         let k = project_here(key, &self.wk, b.map(|b| &b.bk));
         let v = project_here(value, &self.wv, b.map(|b| &b.bv));
         // Shapes were checked in `new` and above, so only the mask can fail here.
-        let a = attend(q.view(), k.view(), v.view(), self.softmax, mask)?;
+        let softmax = softmax.unwrap_or(self.softmax);
+        let a = attend(q.view(), k.view(), v.view(), softmax, mask)?;
         Ok(HeadOutput {
             q,
             k,
@@ -427,10 +426,10 @@ impl MultiHeadOutput {
     ///
     /// let w = Array2::<f64>::eye(2);
     /// let x = array![[1.0, 2.0], [3.0, 4.0]];
-    /// let without: MultiHeadOutput = MultiHead::split(&w, &w, &w, 2, None)?.forward(&x)?;
+    /// let without: MultiHeadOutput = MultiHead::split(&w, &w, &w, 2, None)?.forward(&x, &Attend::new())?;
     /// assert!(without.output.is_none());
     /// assert_eq!(without.result(), &without.concat);
-    /// let with: MultiHeadOutput = MultiHead::split(&w, &w, &w, 2, Some(w.clone() * 2.0))?.forward(&x)?;
+    /// let with: MultiHeadOutput = MultiHead::split(&w, &w, &w, 2, Some(w.clone() * 2.0))?.forward(&x, &Attend::new())?;
     /// assert_eq!(with.result(), &(&with.concat * 2.0));
     /// # Ok::<(), AttentionError>(())
     /// ```
@@ -447,7 +446,7 @@ impl MultiHeadOutput {
     ///
     /// let w = Array2::<f64>::eye(2);
     /// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
-    /// let out = layer.forward_masked(&array![[1.0, 0.0], [0.0, 1.0]], &Mask::causal(2))?;
+    /// let out = layer.forward(&array![[1.0, 0.0], [0.0, 1.0]], &Attend::new().causal())?;
     /// let averaged: Array2<f64> = out.averaged_weights();
     /// assert_eq!(averaged.row(0), array![1.0, 0.0]);
     /// assert!((averaged.row(1).sum() - 1.0).abs() < 1e-15);
@@ -471,7 +470,7 @@ impl MultiHead {
     ///
     /// let head = || Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2));
     /// let layer = MultiHead::new(vec![head()?, head()?], Some(Array2::ones((4, 2))))?;
-    /// let out = layer.forward(&array![[1.0, 2.0], [3.0, 4.0]])?;
+    /// let out = layer.forward(&array![[1.0, 2.0], [3.0, 4.0]], &Attend::new())?;
     /// assert_eq!(out.concat.dim(), (2, 4));
     /// assert_eq!(out.output.map(|o| o.dim()), Some((2, 2)));
     /// # Ok::<(), AttentionError>(())
@@ -516,7 +515,7 @@ impl MultiHead {
     ///
     /// let w = Array2::<f64>::eye(2);
     /// let layer = MultiHead::split(&w, &w, &w, 1, Some(w.clone()))?.with_output_bias(array![10.0, 20.0])?;
-    /// let out = layer.forward(&array![[1.0, 2.0]])?;
+    /// let out = layer.forward(&array![[1.0, 2.0]], &Attend::new())?;
     /// assert_eq!(out.output, Some(array![[11.0, 22.0]]));
     /// # Ok::<(), AttentionError>(())
     /// ```
@@ -635,7 +634,11 @@ impl MultiHead {
         self.bo.as_ref()
     }
 
-    /// Runs every head on `x`, concatenates their outputs and applies W_O.
+    /// Self-attention in every head on `x`, then the concatenation times W_O, with the
+    /// options of `attend` (one mask for every head). The full path (`&Attend::new()`)
+    /// keeps every intermediate ([`MultiHeadOutput`]); streamed ([`Attend::streaming`]) it
+    /// gives the layer's result alone, up to rounding, with no N x N matrix and on every
+    /// core.
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -643,52 +646,33 @@ impl MultiHead {
     /// // Z = np.concatenate((Z_1, Z_2), axis=1); result = np.dot(Z, W_0)
     /// let w = Array2::<f64>::eye(4);
     /// let layer = MultiHead::split(&w, &w, &w, 2, Some(Array2::eye(4)))?;
-    /// let out = layer.forward(&array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])?;
+    /// let x = array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]];
+    /// let out = layer.forward(&x, &Attend::new())?;
     /// assert_eq!(out.heads.len(), 2);
     /// assert_eq!(out.output, Some(out.concat)); // W_O is the identity
+    /// let causal = layer.forward(&x, &Attend::new().causal())?;
+    /// assert_eq!(causal.result().row(0), x.row(0)); // token 0 sees only itself
+    /// let serial = Streaming { threads: 1, ..Streaming::default() };
+    /// let result: Array2<f64> = layer.forward(&x, &Attend::new().causal().streaming(serial))?;
+    /// assert!((&result - causal.result()).iter().all(|d| d.abs() < 1e-12));
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///
     /// # Errors
-    /// [`AttentionError::Mismatch`] naming the head when the columns of `x` differ from the
-    /// rows of W_Q.
-    pub fn forward<'a>(
+    /// As [`Head::forward`], naming the head.
+    pub fn forward<'x, P: Path>(
         &self,
-        x: impl Into<ArrayView2<'a, f64>>,
-    ) -> Result<MultiHeadOutput, AttentionError> {
+        x: impl Into<ArrayView2<'x, f64>>,
+        attend: &Attend<'_, P>,
+    ) -> Result<P::MultiHeadOutput, AttentionError> {
         let x = x.into();
-        self.forward_in([x, x, x], None)
-    }
-
-    /// [`MultiHead::forward`] with the same [`Mask`] applied in every head.
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    ///
-    /// let w = Array2::<f64>::eye(4);
-    /// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
-    /// let x = array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]];
-    /// let out = layer.forward_masked(&x, &Mask::causal(2))?;
-    /// assert_eq!(out.result().row(0), x.row(0)); // token 0 sees only itself
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`MultiHead::forward`], and [`AttentionError::Mismatch`] when the mask is not
-    /// tokens x tokens.
-    pub fn forward_masked<'a>(
-        &self,
-        x: impl Into<ArrayView2<'a, f64>>,
-        mask: &Mask,
-    ) -> Result<MultiHeadOutput, AttentionError> {
-        let x = x.into();
-        self.forward_in([x, x, x], Some(mask))
+        P::multi_head(self, [x, x, x], attend)
     }
 
     /// Cross-attention in every head: queries from `x`, keys from `key`, values from `value`
-    /// (PyTorch's `mha(query, key, value)`), with an optional [`Mask`] of x's tokens x key's
-    /// tokens. Build the layer with [`Head::cross`] heads, or from PyTorch with
-    /// [`MultiHead::from_torch_weights`].
+    /// (PyTorch's `mha(query, key, value)`), with the options of `attend`; a mask is x's
+    /// tokens x key's tokens. Build the layer with [`Head::cross`] heads, or from PyTorch
+    /// with [`MultiHead::from_torch_weights`].
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -702,21 +686,21 @@ impl MultiHead {
     /// let decoder = array![[1.0, 2.0], [0.0, 1.0]];
     /// let encoder_k = Array2::<f64>::zeros((4, 3));
     /// let encoder_v = array![[1.0], [2.0], [3.0], [4.0]];
-    /// let out = layer.forward_cross(&decoder, &encoder_k, &encoder_v, None)?;
+    /// let out = layer.forward_cross(&decoder, &encoder_k, &encoder_v, &Attend::new())?;
     /// assert_eq!(out.result().row(0), array![2.5, -2.5]); // equal scores: the mean of the values
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///
     /// # Errors
     /// As [`Head::forward_cross`], naming the head.
-    pub fn forward_cross<'a>(
+    pub fn forward_cross<'x, P: Path>(
         &self,
-        x: impl Into<ArrayView2<'a, f64>>,
-        key: impl Into<ArrayView2<'a, f64>>,
-        value: impl Into<ArrayView2<'a, f64>>,
-        mask: Option<&Mask>,
-    ) -> Result<MultiHeadOutput, AttentionError> {
-        self.forward_in([x.into(), key.into(), value.into()], mask)
+        x: impl Into<ArrayView2<'x, f64>>,
+        key: impl Into<ArrayView2<'x, f64>>,
+        value: impl Into<ArrayView2<'x, f64>>,
+        attend: &Attend<'_, P>,
+    ) -> Result<P::MultiHeadOutput, AttentionError> {
+        P::multi_head(self, [x.into(), key.into(), value.into()], attend)
     }
 
     /// The width of the layer's result: the columns of W_O, else the heads' values together.
@@ -727,10 +711,12 @@ impl MultiHead {
         }
     }
 
+    /// The full path; `softmax`, when given, replaces the heads' own.
     pub(crate) fn forward_in(
         &self,
         inputs: [ArrayView2<'_, f64>; 3],
         mask: Option<&Mask>,
+        softmax: Option<Softmax>,
     ) -> Result<MultiHeadOutput, AttentionError> {
         // The heads are independent: on several cores when the layer is large.
         let [x, key, value] = inputs;
@@ -742,7 +728,7 @@ impl MultiHead {
         let work = (x.nrows().max(key.nrows()) * x.ncols().max(key.ncols()).max(value.ncols()))
             .saturating_mul(widths);
         let heads = crate::parallel::map(self.heads.len(), work, |i| {
-            self.heads[i].forward_in(inputs, Some(i + 1), mask)
+            self.heads[i].forward_in(inputs, Some(i + 1), mask, softmax)
         })
         .into_iter()
         .collect::<Result<Vec<_>, _>>()?;

@@ -16,13 +16,14 @@
 //! let head_2 = Head::new(swap, Array2::eye(2), array![[0.0, 1.0], [-1.0, 0.0]])?;
 //! let wo = array![[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]];
 //! let layer = MultiHead::new(vec![head_1, head_2], Some(wo))?;
-//! let out = layer.forward(&x)?;
+//! let out = layer.forward(&x, &Attend::new())?;
 //! assert_eq!(out.concat.dim(), (2, 4));
 //! assert!((out.heads[0].weights.row(0).sum() - 1.0).abs() < 1e-15);
 //! # Ok::<(), AttentionError>(())
 //! ```
 //!
-//! Modules, one concept each: [`softmax`], [`attention`], [`mask`] (causal, padding and
+//! Modules, one concept each: [`attend`] (the options of every attention call: mask, causal,
+//! key padding, softmax, full or streamed), [`softmax`], [`attention`], [`mask`] (causal, padding and
 //! other masks), [`batch`] (`(batch, tokens, features)` arrays, per-item key padding), [`position`] (sinusoidal positional encoding), [`heads`], [`stream`] (attention
 //! without the N x N matrix), [`torch`] (loading PyTorch's `nn.MultiheadAttention`), `norm` (layer norm), `feed_forward` (the GELU block), `encoder` (a BERT encoder: embeddings and layers, every intermediate kept) and `pooling` (a sentence's embedding), with the feature `encoder`, [`init`] (ndarray-rand starting values), [`np`] (NumPy
 //! printing, rounding and random streams), [`error`], [`html`] (escaping for HTML and SVG text), [`answers`] (a student's answers for
@@ -32,6 +33,7 @@
 //! Everything is `f64` and concrete, so notebook cells that call it compile fast.
 
 pub mod answers;
+pub mod attend;
 pub mod attention;
 pub mod batch;
 #[cfg(feature = "decoder")]

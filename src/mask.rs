@@ -213,7 +213,7 @@ impl Mask {
     /// use attention_lab::prelude::*;
     ///
     /// let d2l = Mask::from_blocked(&array![[true, true]]).with_fill(-1e6);
-    /// let a = scaled_dot_product_attention_masked(&array![[1.0]], &array![[1.0], [2.0]], &array![[1.0], [3.0]], &d2l)?;
+    /// let a = scaled_dot_product_attention(&array![[1.0]], &array![[1.0], [2.0]], &array![[1.0], [3.0]], &Attend::new().mask(&d2l))?;
     /// assert_eq!(a.weights, array![[0.5, 0.5]]);
     /// # Ok::<(), AttentionError>(())
     /// ```

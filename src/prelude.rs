@@ -5,15 +5,13 @@
 //!
 //! let x = array![[1.0, 2.0], [3.0, 4.0]];
 //! let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
-//! assert_eq!(head.forward(&x)?.q, x);
+//! assert_eq!(head.forward(&x, &Attend::new())?.q, x);
 //! # Ok::<(), AttentionError>(())
 //! ```
 
 pub use crate::answers::answers_json;
-pub use crate::attention::{
-    scaled_dot_product_attention, scaled_dot_product_attention_masked,
-    scaled_dot_product_attention_with, Attention,
-};
+pub use crate::attend::{Attend, Full, Streamed};
+pub use crate::attention::{scaled_dot_product_attention, Attention};
 pub use crate::batch::BatchOutput;
 #[cfg(feature = "decoder")]
 pub use crate::decoder::{
@@ -39,7 +37,7 @@ pub use crate::position::positional_encoding;
 #[cfg(feature = "decoder")]
 pub use crate::rope::Rope;
 pub use crate::softmax::{softmax, softmax_naive, Softmax};
-pub use crate::stream::{streaming_attention, Streaming};
+pub use crate::stream::Streaming;
 pub use crate::torch::{InProj, TorchWeights};
 pub use ndarray::{
     array, concatenate, s, Array, Array1, Array2, Array3, Array4, ArrayD, ArrayView2, ArrayView3,

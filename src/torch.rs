@@ -22,7 +22,8 @@
 //! [`Mask::key_padding`](crate::mask::Mask::key_padding), and its returned weights are
 //! `heads[i].weights` (`average_attn_weights=False`) or
 //! [`MultiHeadOutput::averaged_weights`](crate::heads::MultiHeadOutput::averaged_weights).
-//! A whole batch (`batch_first=True`) with its `key_padding_mask` and `attn_mask` goes through
+//! A whole batch (`batch_first=True`) with its `key_padding_mask` and `attn_mask` (both given by
+//! [`Attend`](crate::attend::Attend)) goes through
 //! [`MultiHead::forward_batch`] or [`MultiHead::forward_cross_batch`], whose
 //! [`BatchOutput`](crate::batch::BatchOutput) gives `attn_output` and the weights with their
 //! batch axis.
@@ -120,7 +121,7 @@ impl MultiHead {
     /// };
     /// let layer = MultiHead::from_torch_weights(&weights, 1)?;
     /// assert_eq!(layer.heads()[0].wv(), &array![[1.0, 2.0]]); // vdim x E
-    /// let out = layer.forward_cross(&array![[1.0, 0.0]], &Array2::zeros((1, 3)), &array![[2.0]], None)?;
+    /// let out = layer.forward_cross(&array![[1.0, 0.0]], &Array2::zeros((1, 3)), &array![[2.0]], &Attend::new())?;
     /// assert_eq!(out.output, Some(array![[3.5, 3.5]])); // v = [2.5, 4.5], plus b_O
     /// # Ok::<(), AttentionError>(())
     /// ```

@@ -21,11 +21,11 @@ fn message<T: std::fmt::Debug>(r: Result<T, AttentionError>) -> String {
 fn x_that_does_not_fit_w_q_names_the_head() {
     let layer = MultiHead::new(vec![head(4, 3, 3), head(4, 3, 3)], None).unwrap();
     assert_eq!(
-        message(layer.forward(&zeros(2, 5))),
+        message(layer.forward(&zeros(2, 5), &Attend::new())),
         "X is 2x5 but W_Q of head 1 is 4x3: the columns of X must equal the rows of W_Q"
     );
     assert_eq!(
-        message(head(4, 3, 3).forward(&zeros(2, 5))),
+        message(head(4, 3, 3).forward(&zeros(2, 5), &Attend::new())),
         "X is 2x5 but W_Q is 4x3: the columns of X must equal the rows of W_Q"
     );
 }
@@ -99,7 +99,8 @@ fn q_and_k_of_different_widths() {
         message(scaled_dot_product_attention(
             &zeros(2, 3),
             &zeros(2, 4),
-            &zeros(2, 3)
+            &zeros(2, 3),
+            &Attend::new()
         )),
         "Q is 2x3 but K is 2x4: Q and K must have the same number of columns (d_k)"
     );
@@ -107,7 +108,8 @@ fn q_and_k_of_different_widths() {
         message(scaled_dot_product_attention(
             &zeros(2, 3),
             &zeros(3, 3),
-            &zeros(2, 3)
+            &zeros(2, 3),
+            &Attend::new()
         )),
         "K is 3x3 but V is 2x3: K and V must have the same number of rows (one per token)"
     );
@@ -117,7 +119,7 @@ fn q_and_k_of_different_widths() {
 #[test]
 fn zero_tokens_give_empty_results() {
     let layer = MultiHead::new(vec![head(4, 3, 3), head(4, 3, 2)], Some(zeros(5, 4))).unwrap();
-    let out = layer.forward(&zeros(0, 4)).unwrap();
+    let out = layer.forward(&zeros(0, 4), &Attend::new()).unwrap();
     assert_eq!(out.heads[0].q.dim(), (0, 3));
     assert_eq!(out.heads[1].weights.dim(), (0, 0));
     assert_eq!(out.heads[1].z.dim(), (0, 2));
@@ -128,7 +130,8 @@ fn zero_tokens_give_empty_results() {
 /// Queries without keys: NumPy's `w @ V` of an n x 0 by 0 x d product is all zeros.
 #[test]
 fn zero_keys_give_zero_output() {
-    let a = scaled_dot_product_attention(&zeros(2, 3), &zeros(0, 3), &zeros(0, 2)).unwrap();
+    let a = scaled_dot_product_attention(&zeros(2, 3), &zeros(0, 3), &zeros(0, 2), &Attend::new())
+        .unwrap();
     assert_eq!(a.weights.dim(), (2, 0));
     assert_eq!(a.output, zeros(2, 2));
 }
@@ -145,7 +148,7 @@ fn nan_and_inf_propagate_as_in_numpy() {
     let head = Head::new(decode(&g["wq"]), decode(&g["wk"]), decode(&g["wv"])).unwrap();
     for case in ["nan", "inf", "neg_inf"] {
         let c = &g[case];
-        let out = head.forward(&decode(&c["x"])).unwrap();
+        let out = head.forward(&decode(&c["x"]), &Attend::new()).unwrap();
         let pairs = [
             ("q", &out.q),
             ("k", &out.k),
@@ -164,16 +167,21 @@ fn nan_and_inf_propagate_as_in_numpy() {
 fn cross_attention_inputs_that_do_not_fit() {
     let cross = Head::cross(zeros(4, 2), zeros(5, 2), zeros(3, 6)).unwrap();
     assert_eq!(
-        message(cross.forward_cross(&zeros(2, 4), &zeros(7, 6), &zeros(7, 3), None)),
+        message(cross.forward_cross(&zeros(2, 4), &zeros(7, 6), &zeros(7, 3), &Attend::new())),
         "key is 7x6 but W_K is 5x2: the columns of the key input must equal the rows of W_K"
     );
     assert_eq!(
-        message(cross.forward_cross(&zeros(2, 4), &zeros(7, 5), &zeros(6, 3), None)),
+        message(cross.forward_cross(&zeros(2, 4), &zeros(7, 5), &zeros(6, 3), &Attend::new())),
         "key is 7x5 but value is 6x3: key and value must have the same number of rows (one per token)"
     );
     let padding = Mask::key_padding(2, &[false; 6]);
     assert_eq!(
-        message(cross.forward_cross(&zeros(2, 4), &zeros(7, 5), &zeros(7, 3), Some(&padding))),
+        message(cross.forward_cross(
+            &zeros(2, 4),
+            &zeros(7, 5),
+            &zeros(7, 3),
+            &Attend::new().mask(&padding)
+        )),
         "the mask is 2x6 but the scores (queries x keys) is 2x7: \
          the mask must have one row per query and one column per key"
     );
@@ -181,8 +189,11 @@ fn cross_attention_inputs_that_do_not_fit() {
     let layer = MultiHead::new(vec![cross], None).unwrap();
     let want = "X is 2x4 but W_K of head 1 is 5x2: \
                 the columns of the key input must equal the rows of W_K";
-    assert_eq!(message(layer.forward(&zeros(2, 4))), want);
-    assert_eq!(message(layer.forward_streaming(&zeros(2, 4))), want);
+    assert_eq!(message(layer.forward(&zeros(2, 4), &Attend::new())), want);
+    assert_eq!(
+        message(layer.forward(&zeros(2, 4), &Attend::new().streaming(Streaming::default()))),
+        want
+    );
 }
 
 #[test]
@@ -240,7 +251,7 @@ fn biases_and_torch_arrays_that_do_not_fit() {
 fn scores_too_large_for_memory_are_an_error_naming_them() {
     let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2)).unwrap();
     let x = Array2::<f64>::zeros((1_000_000, 2));
-    let err = head.forward(&x).unwrap_err();
+    let err = head.forward(&x, &Attend::new()).unwrap_err();
     assert_eq!(
         err.to_string(),
         "scores (Q K^T) would be 1000000x1000000, 8000000000000 bytes: more than memory can hold"
@@ -253,22 +264,22 @@ fn batches_and_their_masks_that_do_not_fit_name_the_batch_shapes() {
     let x = Array3::<f64>::zeros((3, 4, 4));
     let padding = |items, keys| Array2::from_elem((items, keys), false);
     assert_eq!(
-        message(layer.forward_batch(&x, Some(&padding(2, 4)), None)),
+        message(layer.forward_batch(&x, &Attend::new().key_padding(&padding(2, 4)))),
         "the key padding mask is 2x4 but X is 3x4x4: the key padding mask must have one row \
          per batch item and one column per key token"
     );
     assert_eq!(
-        message(layer.forward_batch(&x, Some(&padding(3, 5)), None)),
+        message(layer.forward_batch(&x, &Attend::new().key_padding(&padding(3, 5)))),
         "the key padding mask is 3x5 but X is 3x4x4: the key padding mask must have one row \
          per batch item and one column per key token"
     );
     assert_eq!(
-        message(layer.forward_batch(&x, None, Some(&Mask::causal(3)))),
+        message(layer.forward_batch(&x, &Attend::new().mask(&Mask::causal(3)))),
         "the mask is 3x3 but the scores (queries x keys) is 4x4: the mask must have one row per \
          query and one column per key"
     );
     assert_eq!(
-        message(layer.forward_batch(&Array3::zeros((3, 2, 5)), None, None)),
+        message(layer.forward_batch(&Array3::zeros((3, 2, 5)), &Attend::new())),
         "X is 3x2x5 but W_Q of head 1 is 4x3: the columns of X must equal the rows of W_Q"
     );
     let cross = MultiHead::new(
@@ -278,21 +289,26 @@ fn batches_and_their_masks_that_do_not_fit_name_the_batch_shapes() {
     .unwrap();
     let (key, value) = (Array3::zeros((3, 5, 3)), Array3::zeros((3, 5, 2)));
     assert_eq!(
-        message(cross.forward_cross_batch(&x, &Array3::zeros((2, 5, 3)), &value, None, None)),
+        message(cross.forward_cross_batch(&x, &Array3::zeros((2, 5, 3)), &value, &Attend::new())),
         "key is 2x5x3 but X is 3x4x4: X, key and value must have the same number of batch items"
     );
     assert_eq!(
-        message(cross.forward_cross_batch(&x, &key, &Array3::zeros((3, 6, 2)), None, None)),
+        message(cross.forward_cross_batch(&x, &key, &Array3::zeros((3, 6, 2)), &Attend::new())),
         "key is 3x5x3 but value is 3x6x2: key and value must have the same number of rows (one \
          per token)"
     );
     assert_eq!(
-        message(cross.forward_cross_batch(&x, &key, &Array3::zeros((3, 5, 1)), None, None)),
+        message(cross.forward_cross_batch(&x, &key, &Array3::zeros((3, 5, 1)), &Attend::new())),
         "value is 3x5x1 but W_V of head 1 is 2x2: the columns of the value input must equal the \
          rows of W_V"
     );
     assert_eq!(
-        message(cross.forward_cross_batch(&x, &key, &value, Some(&padding(3, 4)), None)),
+        message(cross.forward_cross_batch(
+            &x,
+            &key,
+            &value,
+            &Attend::new().key_padding(&padding(3, 4))
+        )),
         "the key padding mask is 3x4 but key is 3x5x3: the key padding mask must have one row \
          per batch item and one column per key token"
     );
@@ -302,8 +318,7 @@ fn batches_and_their_masks_that_do_not_fit_name_the_batch_shapes() {
             &Array3::zeros((0, 4, 4)),
             &Array3::zeros((0, 5, 3)),
             &Array3::zeros((0, 5, 2)),
-            None,
-            None,
+            &Attend::new(),
         )
         .unwrap();
     assert_eq!(out.result().dim(), (0, 4, 2));

@@ -24,7 +24,7 @@ fn masked_inputs() -> impl Strategy<Value = (Array2<f64>, Array2<f64>, Array2<f6
 proptest! {
     #[test]
     fn masked_positions_get_exactly_zero_weight((q, k, v, blocked) in masked_inputs()) {
-        let a = scaled_dot_product_attention_masked(&q, &k, &v, &Mask::from_blocked(&blocked)).unwrap();
+        let a = scaled_dot_product_attention(&q, &k, &v, &Attend::new().mask(&Mask::from_blocked(&blocked))).unwrap();
         for ((i, j), &b) in blocked.indexed_iter() {
             if b {
                 prop_assert_eq!(a.weights[[i, j]], 0.0);
@@ -44,7 +44,7 @@ proptest! {
     #[test]
     fn causal_row_i_attends_only_to_keys_up_to_i(x in (1..7usize, 1..5usize).prop_flat_map(|(n, d)| matrix(n, d))) {
         let w = Array2::<f64>::eye(x.ncols());
-        let out = Head::new(w.clone(), w.clone(), w).unwrap().forward_masked(&x, &Mask::causal(x.nrows())).unwrap();
+        let out = Head::new(w.clone(), w.clone(), w).unwrap().forward(&x, &Attend::new().mask(&Mask::causal(x.nrows()))).unwrap();
         for ((i, j), &weight) in out.weights.indexed_iter() {
             if j > i {
                 prop_assert_eq!(weight, 0.0);
@@ -68,8 +68,10 @@ fn positional_encoding_breaks_seed_003_permutation_equivariance() {
         .with_softmax(Softmax::Naive);
     // Without the encoding the layer only permutes (seed_003.rs checks it to 1e-12).
     let pe = positional_encoding(x.nrows(), x.ncols());
-    let plain = layer.forward(&(&x + &pe)).unwrap();
-    let permuted = layer.forward(&(&x.select(Axis(0), &perm) + &pe)).unwrap();
+    let plain = layer.forward(&(&x + &pe), &Attend::new()).unwrap();
+    let permuted = layer
+        .forward(&(&x.select(Axis(0), &perm) + &pe), &Attend::new())
+        .unwrap();
     let expected = plain.result().select(Axis(0), &perm);
     let largest = (permuted.result() - &expected)
         .iter()

@@ -32,7 +32,7 @@ proptest! {
     #[test]
     fn weights_rows_sum_to_one((x, wq, wk, wv) in layer_inputs(), naive in any::<bool>()) {
         let kind = if naive { Softmax::Naive } else { Softmax::Stable };
-        let out = Head::new(wq, wk, wv).unwrap().with_softmax(kind).forward(&x).unwrap();
+        let out = Head::new(wq, wk, wv).unwrap().with_softmax(kind).forward(&x, &Attend::new()).unwrap();
         for row in out.weights.rows() {
             prop_assert!((row.sum() - 1.0).abs() < 1e-12, "row {row} sums to {}", row.sum());
             prop_assert!(row.iter().all(|&w| (0.0..=1.0).contains(&w)));
@@ -53,8 +53,8 @@ proptest! {
             perm.swap(i, (s >> 33) as usize % (i + 1));
         }
         let head = Head::new(wq, wk, wv).unwrap();
-        let plain = head.forward(&x).unwrap();
-        let permuted = head.forward(&x.select(Axis(0), &perm)).unwrap();
+        let plain = head.forward(&x, &Attend::new()).unwrap();
+        let permuted = head.forward(&x.select(Axis(0), &perm), &Attend::new()).unwrap();
         let expected = plain.z.select(Axis(0), &perm);
         prop_assert!(close(&permuted.z, &expected, max_abs(&plain.v)), "{} vs {}", permuted.z, expected);
         let w = plain.weights.select(Axis(0), &perm).select(Axis(1), &perm);
@@ -63,8 +63,8 @@ proptest! {
 
     #[test]
     fn split_into_one_head_is_that_head((x, wq, wk, wv) in layer_inputs()) {
-        let single = Head::new(wq.clone(), wk.clone(), wv.clone()).unwrap().forward(&x).unwrap();
-        let layer = MultiHead::split(&wq, &wk, &wv, 1, None).unwrap().forward(&x).unwrap();
+        let single = Head::new(wq.clone(), wk.clone(), wv.clone()).unwrap().forward(&x, &Attend::new()).unwrap();
+        let layer = MultiHead::split(&wq, &wk, &wv, 1, None).unwrap().forward(&x, &Attend::new()).unwrap();
         prop_assert_eq!(&layer.heads[0], &single);
         prop_assert_eq!(layer.result(), &single.z);
     }
@@ -80,7 +80,7 @@ proptest! {
             .map(|&dv| Head::new(Array2::ones((d, 2)), Array2::ones((d, 2)), Array2::ones((d, dv))).unwrap())
             .collect();
         let total: usize = widths.iter().sum();
-        let out = MultiHead::new(heads, Some(Array2::ones((total, 3)))).unwrap().forward(&Array2::ones((n, d))).unwrap();
+        let out = MultiHead::new(heads, Some(Array2::ones((total, 3)))).unwrap().forward(&Array2::ones((n, d)), &Attend::new()).unwrap();
         prop_assert_eq!(out.concat.dim(), (n, total));
         prop_assert_eq!(out.result().dim(), (n, 3));
         let mut at = 0;
@@ -95,8 +95,8 @@ proptest! {
     fn split_heads_use_column_blocks((x, wq, wk, wv) in layer_inputs(), h in 1..4usize) {
         let widen = |w: &Array2<f64>| concatenate(Axis(1), &vec![w.view(); h]).unwrap();
         let (bq, bk, bv) = (widen(&wq), widen(&wk), widen(&wv));
-        let layer = MultiHead::split(&bq, &bk, &bv, h, None).unwrap().forward(&x).unwrap();
-        let single = Head::new(wq, wk, wv).unwrap().forward(&x).unwrap();
+        let layer = MultiHead::split(&bq, &bk, &bv, h, None).unwrap().forward(&x, &Attend::new()).unwrap();
+        let single = Head::new(wq, wk, wv).unwrap().forward(&x, &Attend::new()).unwrap();
         for head in &layer.heads {
             prop_assert_eq!(head, &single);
         }

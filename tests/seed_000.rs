@@ -13,7 +13,7 @@ fn layer(g: &serde_json::Value) -> MultiHead {
 #[test]
 fn every_intermediate_matches_numpy() {
     let g = golden("000");
-    let out = layer(&g).forward(&matrix(&g["x"])).unwrap();
+    let out = layer(&g).forward(&matrix(&g["x"]), &Attend::new()).unwrap();
     assert_layer("seed 000", &out, &g);
 }
 
@@ -29,7 +29,7 @@ fn problem_sheet_002_step_by_step() {
         let (q, k, v) = (x.dot(head.wq()), x.dot(head.wk()), x.dot(head.wv()));
         assert_numpy("Q", &q, &theirs["q"]);
         // (b) Z_i = softmax(Q_i K_i^T / sqrt(d_k)) V_i
-        let a = scaled_dot_product_attention(&q, &k, &v).unwrap();
+        let a = scaled_dot_product_attention(&q, &k, &v, &Attend::new()).unwrap();
         assert_numpy("Z_i", &a.output, &theirs["z"]);
         zs.push(a.output);
     }

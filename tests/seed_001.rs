@@ -10,7 +10,7 @@ use common::{assert_numpy, golden, matrix};
 fn matrix_form_matches_numpy() {
     let g = golden("001");
     let head = Head::new(matrix(&g["wq"]), matrix(&g["wk"]), matrix(&g["wv"])).unwrap();
-    let out = head.forward(&matrix(&g["w"])).unwrap();
+    let out = head.forward(&matrix(&g["w"]), &Attend::new()).unwrap();
     assert_numpy("Q", &out.q, &g["q"]);
     assert_numpy("K", &out.k, &g["k"]);
     assert_numpy("V", &out.v, &g["v"]);

@@ -30,7 +30,7 @@ fn check(g: &Value, x_key: &str, layer_key: &str, h: usize) {
             &t["wq"],
         );
     }
-    let out = layer.forward(&matrix(&g[x_key])).unwrap();
+    let out = layer.forward(&matrix(&g[x_key]), &Attend::new()).unwrap();
     assert_layer(layer_key, &out, theirs);
     // No W_O: no projected output, and the layer's result is the concatenation.
     assert_eq!(out.output, None);
@@ -73,8 +73,10 @@ fn permutation_permutes_outputs_and_weights() {
     let x = matrix(&g["x"]);
     for h in [1, 3] {
         let layer = split(&g, h);
-        let plain = layer.forward(&x).unwrap();
-        let permuted = layer.forward(&x.select(Axis(0), &perm)).unwrap();
+        let plain = layer.forward(&x, &Attend::new()).unwrap();
+        let permuted = layer
+            .forward(&x.select(Axis(0), &perm), &Attend::new())
+            .unwrap();
         // Equal up to rounding: a permuted row is summed in another order.
         assert_close(
             "output",

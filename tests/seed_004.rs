@@ -10,7 +10,7 @@ use common::{assert_layer, golden, golden_layer, matrix};
 fn every_intermediate_matches_numpy() {
     let g = golden("004");
     let out = golden_layer(&g, Softmax::Naive)
-        .forward(&matrix(&g["x"]))
+        .forward(&matrix(&g["x"]), &Attend::new())
         .unwrap();
     assert_layer("seed 004", &out, &g);
 }

@@ -37,8 +37,10 @@ fn multi_head_agrees_on_random_inputs() {
     for (n, d, h) in [(1, 4, 2), (37, 16, 4), (128, 64, 4), (300, 32, 8)] {
         let (x, layer) = layer(n, d, h, n as u64);
         assert_agrees(
-            &layer.forward_streaming(&x).unwrap(),
-            layer.forward(&x).unwrap().result(),
+            &layer
+                .forward(&x, &Attend::new().streaming(Streaming::default()))
+                .unwrap(),
+            layer.forward(&x, &Attend::new()).unwrap().result(),
         );
     }
 }
@@ -50,19 +52,24 @@ fn large_scores_agree_too() {
     let mut rng = StdRng::seed_from_u64(4);
     let w = (random_projection(16, 16, &mut rng).unwrap() - 0.5) * 12.0;
     let layer = MultiHead::split(&w, &w, &w, 2, None).unwrap();
-    let full = layer.forward(&x).unwrap();
+    let full = layer.forward(&x, &Attend::new()).unwrap();
     let biggest = full.heads[0]
         .scores
         .iter()
         .fold(0.0f64, |m, s| m.max(s.abs()));
     assert!(biggest > 100.0, "scores only reach {biggest}");
-    assert_agrees(&layer.forward_streaming(&x).unwrap(), full.result());
+    assert_agrees(
+        &layer
+            .forward(&x, &Attend::new().streaming(Streaming::default()))
+            .unwrap(),
+        full.result(),
+    );
 }
 
 #[test]
 fn every_block_size_and_thread_count_agrees() {
     let (x, layer) = layer(23, 8, 2, 11);
-    let full = layer.forward(&x).unwrap().result().clone();
+    let full = layer.forward(&x, &Attend::new()).unwrap().result().clone();
     for query_block in [1, 2, 5, 23, 64] {
         for key_block in [1, 3, 8, 22, 23, 100] {
             for threads in [0, 1, 3] {
@@ -71,7 +78,12 @@ fn every_block_size_and_thread_count_agrees() {
                     key_block,
                     threads,
                 };
-                assert_agrees(&layer.forward_streaming_with(&x, streaming).unwrap(), &full);
+                assert_agrees(
+                    &layer
+                        .forward(&x, &Attend::new().streaming(streaming))
+                        .unwrap(),
+                    &full,
+                );
             }
         }
     }
@@ -86,8 +98,8 @@ fn zero_blocks_mean_one() {
         threads: 0,
     };
     assert_agrees(
-        &layer.forward_streaming_with(&x, zero).unwrap(),
-        layer.forward(&x).unwrap().result(),
+        &layer.forward(&x, &Attend::new().streaming(zero)).unwrap(),
+        layer.forward(&x, &Attend::new()).unwrap().result(),
     );
 }
 
@@ -100,8 +112,8 @@ fn huge_blocks_mean_the_whole_input() {
         threads: usize::MAX,
     };
     assert_agrees(
-        &layer.forward_streaming_with(&x, huge).unwrap(),
-        layer.forward(&x).unwrap().result(),
+        &layer.forward(&x, &Attend::new().streaming(huge)).unwrap(),
+        layer.forward(&x, &Attend::new()).unwrap().result(),
     );
 }
 
@@ -127,14 +139,21 @@ fn heads_of_different_widths_and_softmaxes() {
         threads: 2,
     };
     assert_agrees(
-        &layer.forward_streaming_with(&x, small).unwrap(),
-        layer.forward(&x).unwrap().result(),
+        &layer.forward(&x, &Attend::new().streaming(small)).unwrap(),
+        layer.forward(&x, &Attend::new()).unwrap().result(),
     );
-    let streamed = layer_no_wo.forward_streaming_with(&x, small).unwrap();
-    let full = layer_no_wo.forward(&x).unwrap();
+    let streamed = layer_no_wo
+        .forward(&x, &Attend::new().streaming(small))
+        .unwrap();
+    let full = layer_no_wo.forward(&x, &Attend::new()).unwrap();
     assert_agrees(&streamed, &full.concat);
     for (i, head) in layer.heads().iter().enumerate() {
-        assert_agrees(&head.forward_streaming(&x).unwrap(), &full.heads[i].z);
+        assert_agrees(
+            &head
+                .forward(&x, &Attend::new().streaming(Streaming::default()))
+                .unwrap(),
+            &full.heads[i].z,
+        );
     }
 }
 
@@ -145,16 +164,16 @@ fn naive_softmax_overflows_as_the_full_path_does() {
     let head = Head::new(Array2::eye(2) * 40.0, Array2::eye(2), Array2::eye(2))
         .unwrap()
         .with_softmax(Softmax::Naive);
-    let full = head.forward(&x).unwrap().z;
+    let full = head.forward(&x, &Attend::new()).unwrap().z;
     assert!(full.row(0).iter().all(|v| v.is_nan()));
     let streamed = head
-        .forward_streaming_with(
+        .forward(
             &x,
-            Streaming {
+            &Attend::new().streaming(Streaming {
                 query_block: 1,
                 key_block: 1,
                 threads: 1,
-            },
+            }),
         )
         .unwrap();
     assert!(streamed.row(0).iter().all(|v| v.is_nan()));
@@ -165,8 +184,10 @@ fn naive_softmax_overflows_as_the_full_path_does() {
     // The stable form of the same head has no NaN.
     let stable = head.clone().with_softmax(Softmax::Stable);
     assert_agrees(
-        &stable.forward_streaming(&x).unwrap(),
-        &stable.forward(&x).unwrap().z,
+        &stable
+            .forward(&x, &Attend::new().streaming(Streaming::default()))
+            .unwrap(),
+        &stable.forward(&x, &Attend::new()).unwrap().z,
     );
 }
 
@@ -180,13 +201,18 @@ fn naive_softmax_sum_overflow_and_underflow_as_the_full_path() {
         let head = Head::new(wq, Array2::eye(2), array![[1.0, -2.0], [3.0, 4.0]])
             .unwrap()
             .with_softmax(Softmax::Naive);
-        let full = head.forward(&x).unwrap();
+        let full = head.forward(&x, &Attend::new()).unwrap();
         assert!(
             full.scores.iter().all(|&s| (s - c).abs() < 1e-9),
             "{}",
             full.scores
         );
-        assert_agrees(&head.forward_streaming(&x).unwrap(), &full.z);
+        assert_agrees(
+            &head
+                .forward(&x, &Attend::new().streaming(Streaming::default()))
+                .unwrap(),
+            &full.z,
+        );
         let expected_nan = c < 0.0;
         assert!(
             full.z.iter().all(|v| v.is_nan() == expected_nan),
@@ -201,14 +227,16 @@ fn nan_and_infinity_spread_as_in_the_full_path() {
     let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2)).unwrap();
     for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
         let x = array![[1.0, 0.0], [0.0, 1.0], [bad, 1.0], [2.0, 2.0]];
-        let full = head.forward(&x).unwrap().z;
+        let full = head.forward(&x, &Attend::new()).unwrap().z;
         for key_block in [1, 2, 4] {
             let streaming = Streaming {
                 query_block: 1,
                 key_block,
                 threads: 1,
             };
-            let streamed = head.forward_streaming_with(&x, streaming).unwrap();
+            let streamed = head
+                .forward(&x, &Attend::new().streaming(streaming))
+                .unwrap();
             for (a, b) in streamed.iter().zip(&full) {
                 assert!(
                     a.is_nan() == b.is_nan()
@@ -224,7 +252,13 @@ fn nan_and_infinity_spread_as_in_the_full_path() {
 fn no_tokens_gives_no_rows() {
     let (_, layer) = layer(1, 8, 2, 1);
     let x = Array2::<f64>::zeros((0, 8));
-    assert_eq!(layer.forward_streaming(&x).unwrap().dim(), (0, 8));
+    assert_eq!(
+        layer
+            .forward(&x, &Attend::new().streaming(Streaming::default()))
+            .unwrap()
+            .dim(),
+        (0, 8)
+    );
 }
 
 #[test]
@@ -233,14 +267,24 @@ fn attention_alone_agrees_and_checks_shapes() {
     let q = random_embeddings(30, 5, &mut rng).unwrap();
     let k = random_embeddings(44, 5, &mut rng).unwrap() * 3.0;
     let v = random_embeddings(44, 7, &mut rng).unwrap();
-    let full = scaled_dot_product_attention(&q, &k, &v).unwrap();
-    assert_agrees(&streaming_attention(&q, &k, &v).unwrap(), &full.output);
+    let full = scaled_dot_product_attention(&q, &k, &v, &Attend::new()).unwrap();
+    assert_agrees(
+        &scaled_dot_product_attention(&q, &k, &v, &Attend::new().streaming(Streaming::default()))
+            .unwrap(),
+        &full.output,
+    );
     // No keys: the full path gives zeros.
     let none = Array2::<f64>::zeros((0, 5));
-    let z = streaming_attention(&q, &none, &Array2::zeros((0, 7))).unwrap();
+    let z = scaled_dot_product_attention(
+        &q,
+        &none,
+        &Array2::zeros((0, 7)),
+        &Attend::new().streaming(Streaming::default()),
+    )
+    .unwrap();
     assert_eq!(
         z,
-        scaled_dot_product_attention(&q, &none, &Array2::zeros((0, 7)))
+        scaled_dot_product_attention(&q, &none, &Array2::zeros((0, 7)), &Attend::new())
             .unwrap()
             .output
     );
@@ -249,8 +293,14 @@ fn attention_alone_agrees_and_checks_shapes() {
         (k.clone(), v.slice(s![..43, ..]).to_owned()),
     ] {
         assert_eq!(
-            streaming_attention(&q, &k, &v).unwrap_err(),
-            scaled_dot_product_attention(&q, &k, &v).unwrap_err()
+            scaled_dot_product_attention(
+                &q,
+                &k,
+                &v,
+                &Attend::new().streaming(Streaming::default())
+            )
+            .unwrap_err(),
+            scaled_dot_product_attention(&q, &k, &v, &Attend::new()).unwrap_err()
         );
     }
 }
@@ -260,13 +310,18 @@ fn bad_input_width_is_the_same_error() {
     let (_, layer) = layer(4, 8, 2, 1);
     let x = Array2::<f64>::zeros((4, 7));
     assert_eq!(
-        layer.forward_streaming(&x).unwrap_err().to_string(),
-        layer.forward(&x).unwrap_err().to_string()
+        layer
+            .forward(&x, &Attend::new().streaming(Streaming::default()))
+            .unwrap_err()
+            .to_string(),
+        layer.forward(&x, &Attend::new()).unwrap_err().to_string()
     );
     let head = &layer.heads()[0];
     assert_eq!(
-        head.forward_streaming(&x).unwrap_err().to_string(),
-        head.forward(&x).unwrap_err().to_string()
+        head.forward(&x, &Attend::new().streaming(Streaming::default()))
+            .unwrap_err()
+            .to_string(),
+        head.forward(&x, &Attend::new()).unwrap_err().to_string()
     );
 }
 
@@ -289,7 +344,7 @@ proptest! {
         let (kind, wq) = if naive { (Softmax::Naive, wq * 0.01) } else { (Softmax::Stable, wq) };
         let head = Head::new(wq, wk, wv).unwrap().with_softmax(kind);
         let streaming = Streaming { query_block, key_block, threads: 2 };
-        assert_agrees(&head.forward_streaming_with(&x, streaming).unwrap(), &head.forward(&x).unwrap().z);
+        assert_agrees(&head.forward(&x, &Attend::new().streaming(streaming)).unwrap(), &head.forward(&x, &Attend::new()).unwrap().z);
     }
 }
 
@@ -323,8 +378,8 @@ proptest! {
         let mask = Mask::from_blocked(&blocked);
         let mask = match fill { Some(f) => mask.with_fill(f), None => mask };
         let streaming = Streaming { query_block, key_block, threads: 2 };
-        let streamed = layer.forward_streaming_masked_with(&x, &mask, streaming).unwrap();
-        let full = layer.forward_masked(&x, &mask).unwrap();
+        let streamed = layer.forward(&x, &Attend::new().mask(&mask).streaming(streaming)).unwrap();
+        let full = layer.forward(&x, &Attend::new().mask(&mask)).unwrap();
         prop_assert!(streamed.iter().all(|v| v.is_finite()));
         assert_agrees(&streamed, full.result());
         for (i, row) in blocked.rows().into_iter().enumerate() {
@@ -334,8 +389,8 @@ proptest! {
             }
         }
         let head = &layer.heads()[0];
-        assert_agrees(&head.forward_streaming_masked(&x, &mask).unwrap(), &full.heads[0].z);
-        let streamed = head.forward_streaming_masked_with(&x, &mask, streaming).unwrap();
+        assert_agrees(&head.forward(&x, &Attend::new().mask(&mask).streaming(Streaming::default())).unwrap(), &full.heads[0].z);
+        let streamed = head.forward(&x, &Attend::new().mask(&mask).streaming(streaming)).unwrap();
         assert_agrees(&streamed, &full.heads[0].z);
     }
 }
@@ -346,10 +401,16 @@ fn masked_streaming_checks_the_mask_shape() {
     let mask = Mask::causal(5);
     assert_eq!(
         layer
-            .forward_streaming_masked(&x, &mask)
+            .forward(
+                &x,
+                &Attend::new().mask(&mask).streaming(Streaming::default())
+            )
             .unwrap_err()
             .to_string(),
-        layer.forward_masked(&x, &mask).unwrap_err().to_string()
+        layer
+            .forward(&x, &Attend::new().mask(&mask))
+            .unwrap_err()
+            .to_string()
     );
 }
 
@@ -361,7 +422,7 @@ fn causal_and_padding_agree_on_a_long_input() {
     let mask = Mask::causal(300)
         .and(&Mask::key_padding(300, &padded))
         .unwrap();
-    let full = layer.forward_masked(&x, &mask).unwrap();
+    let full = layer.forward(&x, &Attend::new().mask(&mask)).unwrap();
     for key_block in [1, 16, 512] {
         let streaming = Streaming {
             query_block: 32,
@@ -369,7 +430,7 @@ fn causal_and_padding_agree_on_a_long_input() {
             threads: 0,
         };
         let streamed = layer
-            .forward_streaming_masked_with(&x, &mask, streaming)
+            .forward(&x, &Attend::new().mask(&mask).streaming(streaming))
             .unwrap();
         assert_agrees(&streamed, full.result());
         // Query 0 sees only key 0, which is padding.
@@ -392,7 +453,7 @@ fn blocks_a_mask_blocks_whole_agree_beside_infinities_and_overflow() {
             x[[row, 1]] = value;
         }
         let mask = Mask::causal(120);
-        let full = head.forward_masked(&x, &mask).unwrap().z;
+        let full = head.forward(&x, &Attend::new().mask(&mask)).unwrap().z;
         for key_block in [6, 24, 512] {
             let streaming = Streaming {
                 query_block: 16,
@@ -400,7 +461,7 @@ fn blocks_a_mask_blocks_whole_agree_beside_infinities_and_overflow() {
                 threads: 2,
             };
             let streamed = head
-                .forward_streaming_masked_with(&x, &mask, streaming)
+                .forward(&x, &Attend::new().mask(&mask).streaming(streaming))
                 .unwrap();
             assert_agrees(&streamed, &full);
         }
@@ -519,28 +580,28 @@ proptest! {
         let mask = match fill { Some(f) => mask.with_fill(f), None => mask };
         let streaming = Streaming { query_block, key_block, threads: 2 };
 
-        let full = layer.forward_cross(x, key, value, None).unwrap();
-        assert_agrees(&layer.forward_cross_streaming(x, key, value).unwrap(), full.result());
-        let streamed = layer.forward_cross_streaming_with(x, key, value, streaming).unwrap();
+        let full = layer.forward_cross(x, key, value, &Attend::new()).unwrap();
+        assert_agrees(&layer.forward_cross(x, key, value, &Attend::new().streaming(Streaming::default())).unwrap(), full.result());
+        let streamed = layer.forward_cross(x, key, value, &Attend::new().streaming(streaming)).unwrap();
         assert_agrees(&streamed, full.result());
         for (head, out) in layer.heads().iter().zip(&full.heads) {
-            assert_agrees(&head.forward_cross_streaming(x, key, value).unwrap(), &out.z);
-            let z = head.forward_cross_streaming_with(x, key, value, streaming).unwrap();
+            assert_agrees(&head.forward_cross(x, key, value, &Attend::new().streaming(Streaming::default())).unwrap(), &out.z);
+            let z = head.forward_cross(x, key, value, &Attend::new().streaming(streaming)).unwrap();
             assert_agrees(&z, &out.z);
         }
 
-        let full = layer.forward_cross(x, key, value, Some(&mask)).unwrap();
-        let streamed = layer.forward_cross_streaming_masked(x, key, value, &mask).unwrap();
+        let full = layer.forward_cross(x, key, value, &Attend::new().mask(&mask)).unwrap();
+        let streamed = layer.forward_cross(x, key, value, &Attend::new().mask(&mask).streaming(Streaming::default())).unwrap();
         assert_agrees(&streamed, full.result());
         let streamed = layer
-            .forward_cross_streaming_masked_with(x, key, value, &mask, streaming)
+            .forward_cross(x, key, value, &Attend::new().mask(&mask).streaming(streaming))
             .unwrap();
         assert_agrees(&streamed, full.result());
         for (head, out) in layer.heads().iter().zip(&full.heads) {
-            let z = head.forward_cross_streaming_masked(x, key, value, &mask).unwrap();
+            let z = head.forward_cross(x, key, value, &Attend::new().mask(&mask).streaming(Streaming::default())).unwrap();
             assert_agrees(&z, &out.z);
             let z = head
-                .forward_cross_streaming_masked_with(x, key, value, &mask, streaming)
+                .forward_cross(x, key, value, &Attend::new().mask(&mask).streaming(streaming))
                 .unwrap();
             assert_agrees(&z, &out.z);
             if fill.is_none() && spoiler.is_none() {
@@ -610,16 +671,16 @@ proptest! {
         let shared = shared.as_ref();
         let streaming = Streaming { query_block, key_block, threads: 2 };
         if cross {
-            let full = layer.forward_cross_batch(x, key, value, padding, shared).unwrap().result();
-            let streamed = layer.forward_cross_batch_streaming(x, key, value, padding, shared);
+            let full = layer.forward_cross_batch(x, key, value, &Attend::new().key_padding(padding).mask(shared)).unwrap().result();
+            let streamed = layer.forward_cross_batch(x, key, value, &Attend::new().key_padding(padding).mask(shared).streaming(Streaming::default()));
             assert_agrees(&streamed.unwrap(), &full);
             let streamed = layer
-                .forward_cross_batch_streaming_with(x, key, value, padding, shared, streaming);
+                .forward_cross_batch(x, key, value, &Attend::new().key_padding(padding).mask(shared).streaming(streaming));
             assert_agrees(&streamed.unwrap(), &full);
         } else {
-            let full = layer.forward_batch(x, padding, shared).unwrap().result();
-            assert_agrees(&layer.forward_batch_streaming(x, padding, shared).unwrap(), &full);
-            let streamed = layer.forward_batch_streaming_with(x, padding, shared, streaming);
+            let full = layer.forward_batch(x, &Attend::new().key_padding(padding).mask(shared)).unwrap().result();
+            assert_agrees(&layer.forward_batch(x, &Attend::new().key_padding(padding).mask(shared).streaming(Streaming::default())).unwrap(), &full);
+            let streamed = layer.forward_batch(x, &Attend::new().key_padding(padding).mask(shared).streaming(streaming));
             assert_agrees(&streamed.unwrap(), &full);
         }
     }
@@ -651,7 +712,9 @@ fn decoding_over_a_kv_cache_agrees_with_the_whole_sequence() {
     // The last tokens as queries over every token as keys and values, under causal_over,
     // are the last rows of the whole sequence under the causal mask.
     let (tokens, layer) = layer(70, 8, 2, 12);
-    let full = layer.forward_masked(&tokens, &Mask::causal(70)).unwrap();
+    let full = layer
+        .forward(&tokens, &Attend::new().mask(&Mask::causal(70)))
+        .unwrap();
     for new in [1, 2, 17, 70] {
         let x = tokens.slice(s![70 - new.., ..]);
         let mask = Mask::causal_over(new, 70).unwrap();
@@ -662,7 +725,12 @@ fn decoding_over_a_kv_cache_agrees_with_the_whole_sequence() {
                 threads: 0,
             };
             let streamed = layer
-                .forward_cross_streaming_masked_with(x, &tokens, &tokens, &mask, streaming)
+                .forward_cross(
+                    x,
+                    &tokens,
+                    &tokens,
+                    &Attend::new().mask(&mask).streaming(streaming),
+                )
                 .unwrap();
             assert_agrees(
                 &streamed,
@@ -706,17 +774,41 @@ fn cross_streaming_errors_are_the_full_paths() {
         (&x, &key, &short, None),
         (&x, &key, &value, Some(&wrong_mask)),
     ] {
-        let full = layer.forward_cross(x, key, value, mask).unwrap_err();
+        let full = layer
+            .forward_cross(x, key, value, &Attend::new().mask(mask))
+            .unwrap_err();
         let streamed = match mask {
-            Some(mask) => layer.forward_cross_streaming_masked(x, key, value, mask),
-            None => layer.forward_cross_streaming(x, key, value),
+            Some(mask) => layer.forward_cross(
+                x,
+                key,
+                value,
+                &Attend::new().mask(mask).streaming(Streaming::default()),
+            ),
+            None => layer.forward_cross(
+                x,
+                key,
+                value,
+                &Attend::new().streaming(Streaming::default()),
+            ),
         };
         assert_eq!(streamed.unwrap_err(), full);
         let head = &layer.heads()[0];
-        let full = head.forward_cross(x, key, value, mask).unwrap_err();
+        let full = head
+            .forward_cross(x, key, value, &Attend::new().mask(mask))
+            .unwrap_err();
         let streamed = match mask {
-            Some(mask) => head.forward_cross_streaming_masked(x, key, value, mask),
-            None => head.forward_cross_streaming(x, key, value),
+            Some(mask) => head.forward_cross(
+                x,
+                key,
+                value,
+                &Attend::new().mask(mask).streaming(Streaming::default()),
+            ),
+            None => head.forward_cross(
+                x,
+                key,
+                value,
+                &Attend::new().streaming(Streaming::default()),
+            ),
         };
         assert_eq!(streamed.unwrap_err(), full);
     }
@@ -730,19 +822,32 @@ fn streaming_batch_errors_are_the_full_paths() {
     let narrow = Array3::<f64>::zeros((2, 3, 5));
     let padding = Array2::from_elem((2, 4), false);
     let mask = Mask::causal(4);
-    let full = layer.forward_batch(&narrow, None, None).unwrap_err();
-    let streamed = layer.forward_batch_streaming(&narrow, None, None);
+    let full = layer.forward_batch(&narrow, &Attend::new()).unwrap_err();
+    let streamed = layer.forward_batch(&narrow, &Attend::new().streaming(Streaming::default()));
     assert_eq!(streamed.unwrap_err(), full);
     assert!(full.to_string().starts_with("X is 2x3x5"), "{full}");
     for (padding, mask) in [(Some(&padding), None), (None, Some(&mask))] {
-        let full = layer.forward_batch(&x, padding, mask).unwrap_err();
-        let streamed = layer.forward_batch_streaming(&x, padding, mask);
+        let full = layer
+            .forward_batch(&x, &Attend::new().key_padding(padding).mask(mask))
+            .unwrap_err();
+        let streamed = layer.forward_batch(
+            &x,
+            &Attend::new()
+                .key_padding(padding)
+                .mask(mask)
+                .streaming(Streaming::default()),
+        );
         assert_eq!(streamed.unwrap_err(), full);
     }
     let full = layer
-        .forward_cross_batch(&x, &fewer, &fewer, None, None)
+        .forward_cross_batch(&x, &fewer, &fewer, &Attend::new())
         .unwrap_err();
-    let streamed = layer.forward_cross_batch_streaming(&x, &fewer, &fewer, None, None);
+    let streamed = layer.forward_cross_batch(
+        &x,
+        &fewer,
+        &fewer,
+        &Attend::new().streaming(Streaming::default()),
+    );
     assert_eq!(streamed.unwrap_err(), full);
 }
 
@@ -750,7 +855,12 @@ fn streaming_batch_errors_are_the_full_paths() {
 fn an_empty_batch_gives_an_empty_result() {
     let (_, layer) = layer(1, 4, 2, 1);
     let x = Array3::<f64>::zeros((0, 3, 4));
-    let out = layer.forward_batch_streaming(&x, None, None).unwrap();
+    let out = layer
+        .forward_batch(&x, &Attend::new().streaming(Streaming::default()))
+        .unwrap();
     assert_eq!(out.dim(), (0, 3, 4));
-    assert_eq!(out, layer.forward_batch(&x, None, None).unwrap().result());
+    assert_eq!(
+        out,
+        layer.forward_batch(&x, &Attend::new()).unwrap().result()
+    );
 }

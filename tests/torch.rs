@@ -117,10 +117,22 @@ fn biases_and_cross_attention_match_torch() {
         let padding = torch_padding(case);
         let mask = torch_attn_mask(case, x.dim().1);
         let out = if separate {
-            layer.forward_cross_batch(&x, &key, &value, padding.as_ref(), mask.as_ref())
+            layer.forward_cross_batch(
+                &x,
+                &key,
+                &value,
+                &Attend::new()
+                    .key_padding(padding.as_ref())
+                    .mask(mask.as_ref()),
+            )
         } else {
             assert_eq!((&x, &x), (&key, &value), "{name}: self-attention");
-            layer.forward_batch(&x, padding.as_ref(), mask.as_ref())
+            layer.forward_batch(
+                &x,
+                &Attend::new()
+                    .key_padding(padding.as_ref())
+                    .mask(mask.as_ref()),
+            )
         }
         .unwrap();
         assert_batch_matches(name, &out, case);
@@ -135,7 +147,14 @@ fn biases_and_cross_attention_match_torch() {
                 if let Some(shared) = &mask {
                     item_mask = shared.and(&item_mask).unwrap();
                 }
-                let streamed = layer.forward_streaming_masked(x, &item_mask).unwrap();
+                let streamed = layer
+                    .forward(
+                        x,
+                        &Attend::new()
+                            .mask(&item_mask)
+                            .streaming(Streaming::default()),
+                    )
+                    .unwrap();
                 assert_close(
                     &format!("{name} item {b} streamed"),
                     &streamed,
@@ -162,7 +181,12 @@ fn multihead_attention_with_masks_matches_torch() {
         let x = batch(&case["x"]);
         let mask = torch_attn_mask(case, x.dim().1);
         let out = layer
-            .forward_batch(&x, torch_padding(case).as_ref(), mask.as_ref())
+            .forward_batch(
+                &x,
+                &Attend::new()
+                    .key_padding(torch_padding(case).as_ref())
+                    .mask(mask.as_ref()),
+            )
             .unwrap();
         assert_batch_matches(name, &out, case);
     }
@@ -174,11 +198,11 @@ fn fully_masked_row_matches_sdpa() {
     // SDPA's boolean mask means "may attend": flip it for Mask::from_blocked.
     let allowed: Vec<Vec<bool>> = serde_json::from_value(g["allowed"].clone()).unwrap();
     let blocked = Array2::from_shape_fn((allowed.len(), allowed[0].len()), |(i, j)| !allowed[i][j]);
-    let a = scaled_dot_product_attention_masked(
+    let a = scaled_dot_product_attention(
         &matrix(&g["q"]),
         &matrix(&g["k"]),
         &matrix(&g["v"]),
-        &Mask::from_blocked(&blocked),
+        &Attend::new().mask(&Mask::from_blocked(&blocked)),
     )
     .unwrap();
     assert_close("SDPA output", &a.output, &matrix(&g["output"]));
@@ -205,7 +229,7 @@ fn mask_conventions_of_notebook_005_match_torch() {
     let blocked: Vec<Vec<bool>> = serde_json::from_value(g["blocked"].clone()).unwrap();
     let blocked = Array2::from_shape_fn((2, 3), |(i, j)| blocked[i][j]);
     let mask = Mask::from_blocked(&blocked);
-    let ours = scaled_dot_product_attention_masked(&q, &k, &v, &mask).unwrap();
+    let ours = scaled_dot_product_attention(&q, &k, &v, &Attend::new().mask(&mask)).unwrap();
     // SDPA (PyTorch 2.5 and later) gives what this library gives.
     assert_close("SDPA output", &ours.output, &decode(&g["sdpa"]["output"]));
     assert!(ours.output.row(1).iter().all(|&z| z == 0.0));
@@ -217,7 +241,8 @@ fn mask_conventions_of_notebook_005_match_torch() {
     assert!(mha_output.row(1).iter().all(|z| z.is_nan()));
     for (name, fill) in [("d2l", -1e6), ("burn", -1e4)] {
         let theirs =
-            scaled_dot_product_attention_masked(&q, &k, &v, &mask.with_fill(fill)).unwrap();
+            scaled_dot_product_attention(&q, &k, &v, &Attend::new().mask(&mask.with_fill(fill)))
+                .unwrap();
         assert_close(name, &theirs.weights, &decode(&g[name]["weights"]));
         assert_close(name, &theirs.output, &decode(&g[name]["output"]));
     }

@@ -58,7 +58,12 @@ fn check(name: &str, h: usize) -> MultiHead {
     let padding: Array2<bool> = must(&dir, "key_padding_mask");
     let mask = load::<bool, _>(&dir, "attn_mask").map(|m| Mask::from_blocked(&m));
     let out = layer
-        .forward_cross_batch(&x, &key, &value, Some(&padding), mask.as_ref())
+        .forward_cross_batch(
+            &x,
+            &key,
+            &value,
+            &Attend::new().key_padding(&padding).mask(mask.as_ref()),
+        )
         .unwrap();
     assert_close(name, &out.result(), &must(&dir, "attn_output"));
     assert_close(

@@ -3,7 +3,7 @@
 //! `grade`: it lives below all three.
 
 use crate::solve::layer;
-use attention_lab::prelude::{Mask, MultiHeadOutput};
+use attention_lab::prelude::{Attend, Mask, MultiHeadOutput};
 use attention_lab_io::error::{Error, Result};
 use ndarray::Array2;
 
@@ -57,7 +57,7 @@ impl Problem {
             None,
             false,
         )?
-        .forward_cross(x, x, x, mask)
+        .forward_cross(x, x, x, &Attend::new().mask(mask))
         .map_err(|e| Error::Input(e.to_string()))
     }
 }

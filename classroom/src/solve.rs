@@ -3,7 +3,9 @@
 
 use crate::matrices::{mask, matrix, padding, split_list, vector};
 use attention_lab::np::{array_str, PrintOptions};
-use attention_lab::prelude::{AttentionError, Head, Mask, MultiHead, MultiHeadOutput, Softmax};
+use attention_lab::prelude::{
+    Attend, AttentionError, Head, Mask, MultiHead, MultiHeadOutput, Softmax,
+};
 use attention_lab_io::error::{print, Error, Result};
 use ndarray::{Array1, Array2};
 
@@ -153,7 +155,7 @@ fn solve(args: &Options) -> Result<String> {
         (&input(kv_flag, &key), key.nrows()),
     )?;
     let out = layer
-        .forward_cross(&x, &key, &value, mask.as_ref())
+        .forward_cross(&x, &key, &value, &Attend::new().mask(mask.as_ref()))
         .map_err(|e| Error::Input(e.to_string()))?;
     if args.json {
         return Ok(format!("{}\n", to_json(&out, mask.as_ref())));

@@ -2,9 +2,9 @@
 //! peak-memory runs under `/usr/bin/time -v`.
 //!
 //! `cargo run --release --example attention_forward -- PATH N D H [RUNS]`, PATH being
-//! `streaming` (`MultiHead::forward_streaming`), `streaming-causal` (the same under
-//! `Mask::causal`), `head` (the layer's first head, `Head::forward_streaming`) or `full`
-//! (`MultiHead::forward`, every intermediate kept). The inputs are NumPy's: `np.random.seed(0); x = np.random.rand(N, D)`,
+//! `streaming` (`MultiHead::forward` with `Attend::streaming`), `streaming-causal` (the same
+//! under `Mask::causal`, made before the timed passes), `head` (the layer's first head,
+//! streamed) or `full` (`MultiHead::forward` with `Attend::new()`, every intermediate kept). The inputs are NumPy's: `np.random.seed(0); x = np.random.rand(N, D)`,
 //! then W_Q, W_K, W_V, W_O each `np.random.rand(D, D) / D`. Prints one JSON line with the
 //! median and every run's time in milliseconds, after one pass untimed.
 
@@ -59,10 +59,14 @@ fn run(args: &[String]) -> Result<String, String> {
     for run in 0..=runs {
         let start = Instant::now();
         let out = match path.as_str() {
-            "streaming" => layer.forward_streaming_with(&x, streaming()),
-            "streaming-causal" => layer.forward_streaming_masked_with(&x, &causal, streaming()),
-            "head" => layer.heads()[0].forward_streaming_with(&x, streaming()),
-            "full" => layer.forward(&x).map(|o| o.result().clone()),
+            "streaming" => layer.forward(&x, &Attend::new().streaming(streaming())),
+            "streaming-causal" => {
+                layer.forward(&x, &Attend::new().mask(&causal).streaming(streaming()))
+            }
+            "head" => layer.heads()[0].forward(&x, &Attend::new().streaming(streaming())),
+            "full" => layer
+                .forward(&x, &Attend::new())
+                .map(|o| o.result().clone()),
             other => return Err(format!("unknown path {other:?}; {usage}")),
         }
         .map_err(|e| e.to_string())?;

@@ -74,7 +74,7 @@ pub fn t000() -> Transcript {
         .iter()
         .map(|[wq, wk, wv]| Head::new((*wq).clone(), (*wk).clone(), (*wv).clone()))
         .collect::<Result<Vec<_>, _>>()?;
-    let layer = MultiHead::new(heads, Some(wo))?.forward(&x)?;
+    let layer = MultiHead::new(heads, Some(wo))?.forward(&x, &Attend::new())?;
     for (i, h) in layer.heads.iter().enumerate() {
         let n = i + 1;
         print(&mut out, &format!("Head {n} - Q_{n}:\n"), &h.q, &opts);
@@ -139,7 +139,7 @@ pub fn t001() -> Transcript {
     let columns: Vec<_> = tokens.iter().map(|w| w.view()).collect();
     let w = concatenate(Axis(1), &columns)?.reversed_axes();
     writeln!(out, "\nW={}\n", array_str(&w, &opts))?;
-    let head = Head::new(wq, wk, wv)?.forward(&w)?;
+    let head = Head::new(wq, wk, wv)?.forward(&w, &Attend::new())?;
     for (name, m) in [("Q", &head.q), ("K", &head.k), ("V", &head.v)] {
         writeln!(out, "\n{name}={}\n", array_str(m, &opts))?;
     }
@@ -153,7 +153,9 @@ pub fn t001() -> Transcript {
             )?)
         })
         .collect::<Result<Vec<_>, Box<dyn Error>>>()?;
-    let z = MultiHead::new(heads, None)?.forward(&w)?.concat;
+    let z = MultiHead::new(heads, None)?
+        .forward(&w, &Attend::new())?
+        .concat;
     writeln!(out, "{}", shape_repr(z.shape()))?;
     let wo = rs.rand((z.ncols(), 3))?;
     writeln!(out, "\nmultihead={}\n", array_str(&z.dot(&wo), &opts))?;
@@ -205,7 +207,7 @@ pub fn t003() -> Transcript {
         )
     };
     let show = |out: &mut String, x: &Array2<f64>, h: usize| -> Result<(), Box<dyn Error>> {
-        let result = layer(h)?.forward(x)?;
+        let result = layer(h)?.forward(x, &Attend::new())?;
         print(out, "Self-Attention Output:\n", result.result(), &opts);
         writeln!(out, "Self-Attention Weights:")?;
         for (i, head) in result.heads.iter().enumerate() {
@@ -218,7 +220,7 @@ pub fn t003() -> Transcript {
         }
         Ok(())
     };
-    let single = layer(1)?.forward(&x)?;
+    let single = layer(1)?.forward(&x, &Attend::new())?;
     print(&mut out, "Self-Attention Output:\n", single.result(), &opts);
     print(
         &mut out,
@@ -247,7 +249,7 @@ pub fn t004() -> Transcript {
     let heads = vec![head_1, head_2];
     let m = MultiHead::new(heads, Some(wo))?
         .with_softmax(Softmax::Naive)
-        .forward(&x)?;
+        .forward(&x, &Attend::new())?;
     writeln!(out, "Head 1 Output:\n{}", array_str(&m.heads[0].z, &opts))?;
     writeln!(out, "\nHead 2 Output:\n{}", array_str(&m.heads[1].z, &opts))?;
     writeln!(

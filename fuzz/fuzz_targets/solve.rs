@@ -46,7 +46,7 @@ fuzz_target!(|input: Input| {
     } else {
         layer
     };
-    let Ok(out) = layer.forward(&x) else {
+    let Ok(out) = layer.forward(&x, &Attend::new()) else {
         return;
     };
     if input.naive {

@@ -106,7 +106,7 @@ pub fn write_with(
 /// use attention_lab::prelude::*;
 ///
 /// let w = Array2::<f64>::eye(2);
-/// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&w)?;
+/// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&w, &Attend::new())?;
 /// let dir = tempfile::tempdir()?;
 /// attention_lab_io::write_answers(dir.path().join("ada.json"), "ada", &out)?;
 /// let text = std::fs::read_to_string(dir.path().join("ada.json"))?;

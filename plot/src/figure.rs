@@ -63,7 +63,7 @@ pub struct Figure {
 /// use attention_lab_plot::*;
 ///
 /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
-/// let out = head.forward(&array![[1.0, 0.0], [0.0, 1.0]])?;
+/// let out = head.forward(&array![[1.0, 0.0], [0.0, 1.0]], &Attend::new())?;
 /// let svg = heatmap(&out.weights).labels(&["Thinking", "Machines"]).to_svg();
 /// assert!(svg.starts_with("<svg"));
 /// # Ok::<(), AttentionError>(())
@@ -89,7 +89,7 @@ pub fn heatmap(matrix: &Array2<f64>) -> Figure {
 ///     Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?,
 ///     Head::new(Array2::eye(2), -Array2::eye(2), Array2::eye(2))?,
 /// ];
-/// let out = MultiHead::new(heads, None)?.forward(&x)?;
+/// let out = MultiHead::new(heads, None)?.forward(&x, &Attend::new())?;
 /// let svg = heads_grid(&out, &["Thinking", "Machines"]).to_svg();
 /// assert!(svg.contains("head 2"));
 /// # Ok::<(), AttentionError>(())
@@ -268,7 +268,7 @@ impl Figure {
     ///
     /// let x = array![[1.0, 0.0], [0.0, 1.0]];
     /// let heads = vec![Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?; 2];
-    /// let out = MultiHead::new(heads, None)?.forward(&x)?;
+    /// let out = MultiHead::new(heads, None)?.forward(&x, &Attend::new())?;
     /// let wide = heads_grid(&out, &[]).size().unwrap();
     /// let tall = heads_grid(&out, &[]).columns(1).size().unwrap();
     /// assert!(tall.1 > wide.1);

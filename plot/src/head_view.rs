@@ -42,7 +42,7 @@ const MASKED: RGBColor = RGBColor(150, 150, 150);
 /// use attention_lab_plot::*;
 ///
 /// let w = array![[1.0, 0.0], [0.0, 1.0]];
-/// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&array![[1.0, 0.0], [0.0, 1.0]])?;
+/// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&array![[1.0, 0.0], [0.0, 1.0]], &Attend::new())?;
 /// let view = head_view(&out, &["Thinking", "Machines"]);
 /// let svg = view.to_svg()?;
 /// assert_eq!(svg.matches("<line").count(), 4); // 2 queries x 2 keys x 1 head
@@ -69,7 +69,7 @@ pub struct HeadView {
 ///
 /// let x = array![[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 2.0]];
 /// let w = Array2::<f64>::eye(4);
-/// let out = MultiHead::split(&w, &w, &w, 2, None)?.forward(&x)?;
+/// let out = MultiHead::split(&w, &w, &w, 2, None)?.forward(&x, &Attend::new())?;
 /// let view = head_view(&out, &["Thinking", "Machines"]);
 /// assert!(view.to_svg()?.contains(">Thinking</text>"));
 /// assert!(view.to_html().contains("<script>")); // the picture, then the script

@@ -50,7 +50,7 @@ macro_rules! interactive {
             /// use attention_lab_plot::*;
             ///
             /// let w = Array2::<f64>::eye(2);
-            /// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&array![[1.0, 0.0]])?;
+            /// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&array![[1.0, 0.0]], &Attend::new())?;
             /// let err = head_view(&out, &["a", "b"]).to_svg().unwrap_err();
             /// assert_eq!(err.to_string(), "expected 1 query tokens (one a row of the weights), got 2");
             /// # Ok::<(), AttentionError>(())

@@ -33,7 +33,7 @@ const MAX_CELLS: usize = 40_000;
 ///
 /// let x = array![[1.0, 0.0], [0.0, 1.0]];
 /// let w = Array2::<f64>::eye(2);
-/// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&x)?;
+/// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&x, &Attend::new())?;
 /// let svg = neuron_view(&out, 0, &["a", "b"]).query(1).to_svg()?;
 /// assert!(svg.contains(">q·k<") && svg.contains(">softmax<"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -59,7 +59,7 @@ pub struct NeuronView {
 /// use attention_lab_plot::*;
 ///
 /// let w = Array2::<f64>::eye(2);
-/// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&array![[1.0, 2.0]])?;
+/// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&array![[1.0, 2.0]], &Attend::new())?;
 /// let err = neuron_view(&out, 3, &["a"]).to_svg().unwrap_err();
 /// assert_eq!(err.to_string(), "there is no head 3: they are 0 to 0");
 /// # Ok::<(), AttentionError>(())
@@ -85,7 +85,7 @@ impl NeuronView {
     /// use attention_lab_plot::*;
     ///
     /// let w = Array2::<f64>::eye(2);
-    /// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&array![[1.0, 2.0]])?;
+    /// let out = MultiHead::split(&w, &w, &w, 1, None)?.forward(&array![[1.0, 2.0]], &Attend::new())?;
     /// let err = neuron_view(&out, 0, &["a"]).query(1).to_svg().unwrap_err();
     /// assert_eq!(err.to_string(), "there is no query token 1: they are 0 to 0");
     /// # Ok::<(), AttentionError>(())
@@ -104,7 +104,7 @@ impl NeuronView {
     /// let wq = Array2::<f64>::eye(2);
     /// let layer = MultiHead::split(&wq, &wq, &wq, 1, None)?;
     /// let enc = array![[0.0, 1.0], [1.0, 1.0]];
-    /// let out = layer.forward_cross(&array![[1.0, 0.0]], &enc, &enc, None)?;
+    /// let out = layer.forward_cross(&array![[1.0, 0.0]], &enc, &enc, &Attend::new())?;
     /// let svg = neuron_view(&out, 0, &["dec"]).keys(&["e1", "e2"]).to_svg()?;
     /// assert!(svg.contains(">e2<"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())

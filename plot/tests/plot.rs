@@ -89,7 +89,10 @@ fn two_heads() -> MultiHeadOutput {
         Head::new(Array2::eye(3), Array2::eye(3), Array2::eye(3)).unwrap(),
         Head::new(Array2::eye(3), -Array2::eye(3), Array2::eye(3)).unwrap(),
     ];
-    MultiHead::new(heads, None).unwrap().forward(&x).unwrap()
+    MultiHead::new(heads, None)
+        .unwrap()
+        .forward(&x, &Attend::new())
+        .unwrap()
 }
 
 const TOKENS: [&str; 3] = ["Thinking", "Machines", "think"];
@@ -100,7 +103,10 @@ fn heads(n: usize) -> MultiHeadOutput {
     let heads = (1..=n)
         .map(|k| Head::new(Array2::eye(3), Array2::eye(3) * k as f64, Array2::eye(3)).unwrap())
         .collect();
-    MultiHead::new(heads, None).unwrap().forward(&x).unwrap()
+    MultiHead::new(heads, None)
+        .unwrap()
+        .forward(&x, &Attend::new())
+        .unwrap()
 }
 
 #[test]

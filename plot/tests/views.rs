@@ -68,7 +68,7 @@ fn layer_000() -> MultiHeadOutput {
         None,
     )
     .unwrap();
-    layer.forward(&x).unwrap()
+    layer.forward(&x, &Attend::new()).unwrap()
 }
 
 /// Three heads over five tokens of random weights, softer than 000's.
@@ -80,7 +80,7 @@ fn layer_random(n: usize, heads: usize) -> MultiHeadOutput {
     let wv: Array2<f64> = rng.randn((6, 6)).unwrap();
     MultiHead::split(&wq, &wk, &wv, heads, None)
         .unwrap()
-        .forward(&x)
+        .forward(&x, &Attend::new())
         .unwrap()
 }
 
@@ -152,14 +152,16 @@ fn masked_pairs_draw_no_line_and_a_fully_masked_query_is_struck_through() {
     let x: Array2<f64> = rng.randn((4, 6)).unwrap();
     let w: Array2<f64> = rng.randn((6, 6)).unwrap();
     let layer = MultiHead::split(&w, &w, &w, 2, None).unwrap();
-    let causal = layer.forward_masked(&x, &Mask::causal(4)).unwrap();
+    let causal = layer
+        .forward(&x, &Attend::new().mask(&Mask::causal(4)))
+        .unwrap();
     let got = lines(&head_view(&causal, &["a", "b", "c", "d"]).to_svg().unwrap());
     assert_eq!(got.len(), 2 * (1 + 2 + 3 + 4));
     assert!(got.iter().all(|l| l.k <= l.q));
     // Query 2 may see nothing.
     let blocked = Array2::from_shape_fn((4, 4), |(i, j)| i == 2 || j == 3);
     let masked = layer
-        .forward_masked(&x, &Mask::from_blocked(&blocked))
+        .forward(&x, &Attend::new().mask(&Mask::from_blocked(&blocked)))
         .unwrap();
     let svg = head_view(&masked, &["a", "b", "c", "d"]).to_svg().unwrap();
     let got = lines(&svg);

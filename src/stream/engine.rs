@@ -1,4 +1,4 @@
-//! The streaming engine behind [`Head::forward_streaming`](crate::heads::Head) and its kin:
+//! The streaming engine behind every streamed call ([`Attend::streaming`](crate::attend::Attend::streaming)):
 //! every head's Q, K and V from one fused projection, a plan of where each head's columns
 //! sit, and the units (one head over one block of query rows) handed out to the threads,
 //! each running the fused kernel, then the concatenation times W_O.
@@ -12,7 +12,7 @@ use ndarray::{concatenate, s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use super::kernel::{self, MaskBlocks, PackedHead, Scratch};
 use super::Streaming;
 use crate::error::AttentionError;
-use crate::heads::Head;
+use crate::heads::{Head, MultiHead};
 use crate::mask::Mask;
 use crate::softmax::Softmax;
 
@@ -36,19 +36,62 @@ pub(super) struct Plan<'m> {
     pub(super) bo: Option<&'m Array1<f64>>,
 }
 
-pub(super) fn forward(
-    heads: &[Head],
-    wo: Option<&Array2<f64>>,
-    bo: Option<&Array1<f64>>,
+/// The heads of a streamed call, with W_O and b_O for a layer.
+#[derive(Clone, Copy)]
+pub(crate) struct Layer<'l> {
+    heads: &'l [Head],
+    wo: Option<&'l Array2<f64>>,
+    bo: Option<&'l Array1<f64>>,
+    // Errors name head i as `first + i`; a lone head goes unnumbered.
+    first: Option<usize>,
+    // The call's softmax, in place of each head's own.
+    softmax: Option<Softmax>,
+}
+
+impl<'l> Layer<'l> {
+    /// One head on its own.
+    pub(crate) fn head(head: &'l Head, softmax: Option<Softmax>) -> Layer<'l> {
+        let heads = std::slice::from_ref(head);
+        Layer {
+            heads,
+            wo: None,
+            bo: None,
+            first: None,
+            softmax,
+        }
+    }
+
+    /// A multi-head layer.
+    pub(crate) fn of(layer: &'l MultiHead, softmax: Option<Softmax>) -> Layer<'l> {
+        Layer {
+            heads: layer.heads(),
+            wo: layer.wo(),
+            bo: layer.bo(),
+            first: Some(1),
+            softmax,
+        }
+    }
+}
+
+/// The streamed result of `layer` with queries from `inputs[0]`, keys from `inputs[1]` and
+/// values from `inputs[2]` (X three times in self-attention).
+pub(crate) fn forward(
+    layer: Layer<'_>,
     inputs: [ArrayView2<'_, f64>; 3],
-    head_number: Option<usize>,
     mask: Option<&Mask>,
     streaming: Streaming,
 ) -> Result<Array2<f64>, AttentionError> {
+    let Layer {
+        heads,
+        wo,
+        bo,
+        first,
+        softmax,
+    } = layer;
     let [x, key, value] = inputs;
     // In the order the full path meets them: head 1's inputs, the mask, the other heads.
     for (i, head) in heads.iter().enumerate() {
-        head.check_inputs(inputs, head_number.map(|first| first + i))?;
+        head.check_inputs(inputs, first.map(|first| first + i))?;
         if let (0, Some(mask)) = (i, mask) {
             mask.check(x.nrows(), key.nrows())?;
         }
@@ -95,7 +138,7 @@ pub(super) fn forward(
             v: first_col[2] + v,
             d_k,
             d_v,
-            softmax: h.softmax(),
+            softmax: softmax.unwrap_or(h.softmax()),
         });
         q += d_k;
         v += d_v;
