@@ -31,8 +31,10 @@ const KILL_GRACE: Duration = Duration::from_secs(20);
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How long output channels must stay quiet after a cell before its output
-/// is taken as complete (evcxr syncs stdout, but not the child's stderr).
-const SETTLE_QUIET: Duration = Duration::from_millis(15);
+/// is taken as complete (evcxr syncs stdout, but not the child's stderr). At 15 ms a
+/// cell's last stderr line arrived after it on a loaded 2-core machine (a CI run beside
+/// two builds): the reader thread that forwards the child's stderr had not run yet.
+const SETTLE_QUIET: Duration = Duration::from_millis(50);
 
 struct Request {
     code: String,
