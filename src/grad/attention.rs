@@ -8,6 +8,16 @@ use crate::grad::softmax::softmax_backward;
 use crate::grad::{require, require_same};
 
 /// Every gradient of one scaled dot-product attention, from `dL/doutput` back to Q, K, V.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let q = array![[1.0, 2.0], [0.0, 1.0]];
+/// let a = scaled_dot_product_attention(&q, &q, &q, &Attend::new())?;
+/// let grad: AttentionGrad = attention_backward(&q, &q, &q, &a, &Array2::ones((2, 2)))?;
+/// assert_eq!(grad.dweights.dim(), (2, 2)); // queries x keys, as the weights
+/// # Ok::<(), AttentionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct AttentionGrad {
     /// `dL/dweights = dL/doutput V^T`.

@@ -8,6 +8,17 @@ use crate::grad::linear::linear_backward;
 use crate::grad::{require, require_same};
 
 /// Every gradient of the feed-forward block `GELU(X W_1 + b_1) W_2 + b_2`.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let ff = FeedForward::new(Array2::ones((2, 3)), Array1::zeros(3), Array2::ones((3, 2)), Array1::zeros(2))?;
+/// let x = array![[1.0, -1.0]];
+/// let out = ff.forward(&x)?;
+/// let grad: FeedForwardGrad = ff.backward(&x, &out, &array![[1.0, 0.0]])?;
+/// assert_eq!(grad.dactivated, array![[1.0, 1.0, 1.0]]); // dL/doutput W_2^T
+/// # Ok::<(), AttentionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct FeedForwardGrad {
     /// `dL/dactivated = dL/doutput W_2^T`.
@@ -27,6 +38,17 @@ pub struct FeedForwardGrad {
 }
 
 /// Every gradient of SwiGLU, `(SiLU(X W_gate) * X W_up) W_down`.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let ff = SwiGlu::new(array![[1.0]], array![[1.0]], array![[1.0]])?;
+/// let x = array![[2.0]];
+/// let out = ff.forward(&x)?;
+/// let grad: SwiGluGrad = ff.backward(&x, &out, &array![[1.0]])?;
+/// assert_eq!(grad.dup, array![[silu(2.0)]]);
+/// # Ok::<(), AttentionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct SwiGluGrad {
     /// `dL/dactivated = dL/doutput W_down^T`.

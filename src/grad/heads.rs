@@ -9,6 +9,18 @@ use crate::grad::{require, require_same};
 use crate::heads::{Head, HeadOutput, MultiHead, MultiHeadOutput};
 
 /// Every gradient of one head on one input, from `dL/dz` back to X.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let head = Head::new(Array2::eye(2), Array2::eye(2), array![[1.0], [1.0]])?;
+/// let x = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]];
+/// let out = head.forward(&x, &Attend::new())?;
+/// let grad: HeadGrad = head.backward(&x, &out, &Array2::ones((3, 1)))?;
+/// assert_eq!((grad.dwv.dim(), grad.dx.dim()), ((2, 1), (3, 2)));
+/// assert!(grad.dbq.is_none()); // the head has no biases
+/// # Ok::<(), AttentionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct HeadGrad {
     /// `dL/dweights = dz V^T`.
@@ -38,6 +50,19 @@ pub struct HeadGrad {
 }
 
 /// Every gradient of a multi-head layer on one input, from `dL/d(result)` back to X.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let w = Array2::<f64>::eye(4);
+/// let layer = MultiHead::split(&w, &w, &w, 2, None)?;
+/// let x = array![[1.0, 0.0, 2.0, 0.0], [0.0, 1.0, 0.0, 2.0]];
+/// let out = layer.forward(&x, &Attend::new())?;
+/// let grad: MultiHeadGrad = layer.backward(&x, &out, &Array2::ones((2, 4)))?;
+/// assert_eq!(grad.dconcat, Array2::ones((2, 4))); // no W_O: the upstream gradient itself
+/// assert!(grad.dwo.is_none());
+/// # Ok::<(), AttentionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct MultiHeadGrad {
     /// `dL/dconcat`: `dL/doutput W_O^T`, or the upstream gradient itself without W_O.

@@ -8,6 +8,15 @@ use crate::grad::require;
 use crate::softmax::softmax;
 
 /// The cross-entropy of some logits against target classes, and its gradient.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let ce: CrossEntropy = cross_entropy(&array![[2.0, 0.0, -1.0]], &[0])?;
+/// assert!((ce.dlogits.sum()).abs() < 1e-15); // (probs - onehot) sums to 0
+/// assert!(ce.loss > 0.0);
+/// # Ok::<(), AttentionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct CrossEntropy {
     /// The mean over tokens of `-log softmax(logits)[target]`.

@@ -8,6 +8,15 @@ use crate::norm::{LayerNorm, RmsNorm};
 
 /// Every gradient of a layer norm, `y = xhat * gamma + beta` with
 /// `xhat = (x - mean) / sqrt(var + eps)` per row.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let norm = LayerNorm::new(array![1.0, 1.0, 1.0], array![0.0, 0.0, 0.0], 1e-5)?;
+/// let grad: LayerNormGrad = norm.backward(&array![[1.0, 2.0, 4.0]], &array![[1.0, 0.0, 0.0]])?;
+/// assert_eq!(grad.dxhat, array![[1.0, 0.0, 0.0]]); // gamma is all ones
+/// # Ok::<(), AttentionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct LayerNormGrad {
     /// `dL/dxhat = dL/dy * gamma`.
@@ -21,6 +30,15 @@ pub struct LayerNormGrad {
 }
 
 /// Every gradient of an RMS norm, `y = weight * xhat` with `xhat = x / sqrt(mean(x^2) + eps)`.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let norm = RmsNorm::new(array![2.0, 2.0], 1e-6)?;
+/// let grad: RmsNormGrad = norm.backward(&array![[1.0, -1.0]], &array![[1.0, 1.0]])?;
+/// assert_eq!(grad.dxhat, array![[2.0, 2.0]]); // dL/dy * weight
+/// # Ok::<(), AttentionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RmsNormGrad {
     /// `dL/dxhat = dL/dy * weight`.

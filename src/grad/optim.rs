@@ -11,6 +11,18 @@ use crate::grad::require;
 /// `buf = g` on the first step and `buf = momentum * buf + g` after, then `p -= lr * buf`.
 /// It keeps one momentum buffer per parameter, by position in the slices given to
 /// [`Optimizer::step`].
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// // one step down the gradient of L = w^2 / 2, which is w itself
+/// let mut sgd = Sgd::new(0.25, 0.9, 0.0)?;
+/// let mut w = array![[4.0]];
+/// let g = w.clone();
+/// sgd.step(&mut [&mut w], &[&g])?;
+/// assert_eq!(w, array![[3.0]]);
+/// # Ok::<(), AttentionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sgd {
     lr: f64,
@@ -22,7 +34,21 @@ pub struct Sgd {
 /// AdamW as `torch.optim.AdamW`: decoupled weight decay `p *= 1 - lr * weight_decay`
 /// first, then the moments `m`, `v`, their bias corrections, and
 /// `p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)`. It keeps `m`, `v`
-/// and the step count per parameter, by position in the slices given to [`AdamW::step`].
+/// and the step count per parameter, by position in the slices given to
+/// [`Optimizer::step`].
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let mut adamw = AdamW::new(1e-3, (0.9, 0.999), 1e-8, 0.01)?;
+/// let mut w = array![[1.0, -1.0]];
+/// for _ in 0..3 {
+///     let g = w.clone();
+///     adamw.step(&mut [&mut w], &[&g])?;
+/// }
+/// assert!(w[[0, 0]] < 1.0 && w[[0, 1]] > -1.0); // both moved towards 0
+/// # Ok::<(), AttentionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdamW {
     lr: f64,
@@ -103,6 +129,17 @@ fn check_step(
 /// What [`Sgd`] and [`AdamW`] share: a step that moves each parameter against its
 /// gradient, keeping the optimiser's state per parameter by position. In the prelude, so
 /// `opt.step(...)` needs no import of its own.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// // either optimiser behind one type
+/// let mut opt: Box<dyn Optimizer> = Box::new(Sgd::new(0.5, 0.0, 0.0)?);
+/// let mut w = array![[1.0]];
+/// opt.step(&mut [&mut w], &[&array![[1.0]]])?;
+/// assert_eq!(w, array![[0.5]]);
+/// # Ok::<(), AttentionError>(())
+/// ```
 pub trait Optimizer: sealed::Update {
     /// One step: each `params[i]` moves against `grads[i]`. Pass the same parameters in
     /// the same order every step; the state (momentum buffers, moments) follows the
