@@ -423,6 +423,34 @@ fn shape_mistakes_are_errors_naming_the_matrices() {
     assert!(AdamW::new(0.1, (1.0, 0.999), 1e-8, 0.0).is_err());
 }
 
+#[test]
+fn another_layers_forward_pass_is_an_error_not_a_panic() {
+    let w = Array2::<f64>::eye(4);
+    let x = array![[1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 0.0, 1.0]];
+    let layer = MultiHead::split(&w, &w, &w, 2, Some(Array2::ones((4, 3)))).unwrap();
+    let wider = MultiHead::split(&w, &w, &w, 2, Some(Array2::ones((4, 5)))).unwrap();
+    let out = wider.forward(&x, &Attend::new()).unwrap();
+    let err = layer.backward(&x, &out, &Array2::ones((2, 5))).unwrap_err();
+    assert!(matches!(err, AttentionError::Mismatch { .. }), "{err}");
+    let ff = FeedForward::new(
+        Array2::ones((4, 3)),
+        Array1::zeros(3),
+        Array2::ones((3, 4)),
+        Array1::zeros(4),
+    )
+    .unwrap();
+    let other = FeedForward::new(
+        Array2::ones((4, 3)),
+        Array1::zeros(3),
+        Array2::ones((3, 2)),
+        Array1::zeros(2),
+    )
+    .unwrap();
+    let out = other.forward(&x).unwrap();
+    let err = ff.backward(&x, &out, &Array2::ones((2, 2))).unwrap_err();
+    assert!(matches!(err, AttentionError::Mismatch { .. }), "{err}");
+}
+
 /// L = sum(z * G) for a head whose W_Q is `wq`.
 fn head_loss(head: &Head, wq: &Array2<f64>, x: &Array2<f64>, g: &Array2<f64>) -> f64 {
     let (bq, bk, bv) = head.biases().unwrap();

@@ -80,28 +80,34 @@ fn silu_derivative(x: f64) -> f64 {
     s * (1.0 + x * (1.0 - s))
 }
 
-/// X must be as wide as the first projection and as tall as the forward pass's first
-/// intermediate, and `doutput` the shape of the output.
+/// X must be as wide as the first projection, every intermediate tokens x d_ff (the first
+/// projection's columns), and `doutput` tokens x the last projection's columns: the
+/// forward pass must be this block's on X.
 fn check(
     x: ArrayView2<'_, f64>,
-    w: (&str, &Array2<f64>),
     first: (&str, &Array2<f64>),
+    last: &Array2<f64>,
+    intermediates: &[(&str, &Array2<f64>)],
     doutput: &Array2<f64>,
-    output: &Array2<f64>,
 ) -> Result<(), AttentionError> {
     require(
-        x.ncols() == w.1.nrows(),
+        x.ncols() == first.1.nrows(),
         ("X", x.shape()),
-        (w.0, w.1.shape()),
+        (first.0, first.1.shape()),
         "the columns of X must equal the rows of the first projection",
     )?;
-    require(
-        first.1.dim() == (x.nrows(), w.1.ncols()),
-        (first.0, first.1.shape()),
-        ("X", x.shape()),
-        "the forward pass must be this block's on X",
-    )?;
-    require_same(("dL/doutput", doutput.shape()), ("output", output.shape()))
+    for &(name, value) in intermediates {
+        require(
+            value.dim() == (x.nrows(), first.1.ncols()),
+            (name, value.shape()),
+            ("X", x.shape()),
+            "the forward pass must be this block's on X",
+        )?;
+    }
+    require_same(
+        ("dL/doutput", doutput.shape()),
+        ("output", &[x.nrows(), last.ncols()]),
+    )
 }
 
 impl FeedForward {
@@ -130,13 +136,8 @@ impl FeedForward {
         doutput: &Array2<f64>,
     ) -> Result<FeedForwardGrad, AttentionError> {
         let x = x.into();
-        check(
-            x,
-            ("W_1", self.w1()),
-            ("hidden", &out.hidden),
-            doutput,
-            &out.output,
-        )?;
+        let intermediates = [("hidden", &out.hidden), ("activated", &out.activated)];
+        check(x, ("W_1", self.w1()), self.w2(), &intermediates, doutput)?;
         let second = linear_backward(out.activated.view(), self.w2(), doutput);
         let dhidden = &second.dinput * &out.hidden.mapv(gelu_derivative);
         let first = linear_backward(x, self.w1(), &dhidden);
@@ -179,14 +180,18 @@ impl SwiGlu {
         doutput: &Array2<f64>,
     ) -> Result<SwiGluGrad, AttentionError> {
         let x = x.into();
+        let intermediates = [
+            ("gate", &out.gate),
+            ("up", &out.up),
+            ("activated", &out.activated),
+        ];
         check(
             x,
             ("W_gate", self.w_gate()),
-            ("gate", &out.gate),
+            self.w_down(),
+            &intermediates,
             doutput,
-            &out.output,
         )?;
-        require_same(("up", out.up.shape()), ("gate", out.gate.shape()))?;
         let down = linear_backward(out.activated.view(), self.w_down(), doutput);
         let dup = &down.dinput * &out.gate.mapv(silu);
         let dgate = &down.dinput * &out.up * out.gate.mapv(silu_derivative);

@@ -176,11 +176,13 @@ impl MultiHead {
         require(
             out.heads.len() == widths.len()
                 && out.concat.ncols() == widths.iter().sum()
+                && out.concat.nrows() == x.nrows()
+                && out.result().ncols() == self.result_width()
                 && out.output.is_some() == self.wo().is_some(),
             ("concat of the forward pass", out.concat.shape()),
             ("the heads' values", &widths),
-            "the forward pass must be this layer's: one z per head, as wide as its W_V, \
-             and an output exactly when the layer has W_O",
+            "the forward pass must be this layer's on X: one z per head, as wide as its W_V, \
+             and an output as wide as W_O exactly when the layer has W_O",
         )?;
         let (dconcat, dwo, dbo) = match self.wo() {
             Some(wo) => {
