@@ -25,7 +25,7 @@
 //! Modules, one concept each: [`attend`] (the options of every attention call: mask, causal,
 //! key padding, softmax, full or streamed), [`softmax`], [`attention`], [`mask`] (causal, padding and
 //! other masks), [`batch`] (`(batch, tokens, features)` arrays, per-item key padding), [`position`] (sinusoidal positional encoding), [`heads`], [`stream`] (attention
-//! without the N x N matrix), [`torch`] (loading PyTorch's `nn.MultiheadAttention`), `norm` (layer norm), `feed_forward` (the GELU block), `encoder` (a BERT encoder: embeddings and layers, every intermediate kept) and `pooling` (a sentence's embedding), with the feature `encoder`, [`init`] (ndarray-rand starting values), [`np`] (NumPy
+//! without the N x N matrix), [`torch`] (loading PyTorch's `nn.MultiheadAttention`), `norm` (layer norm), `feed_forward` (the GELU block), `encoder` (a BERT encoder: embeddings and layers, every intermediate kept) and `pooling` (a sentence's embedding), with the feature `encoder`, `grad` (backward passes by hand, SGD and AdamW) with the feature `learn`, [`init`] (ndarray-rand starting values), [`np`] (NumPy
 //! printing, rounding and random streams), [`error`], [`html`] (escaping for HTML and SVG text), [`answers`] (a student's answers for
 //! `attention-lab grade`).
 //! Heatmaps are in the companion crate `attention-lab-plot` (workspace member `plot/`); a real
@@ -43,6 +43,8 @@ pub mod encoder;
 pub mod error;
 #[cfg(feature = "encoder")]
 pub mod feed_forward;
+#[cfg(feature = "learn")]
+pub mod grad;
 pub mod heads;
 pub mod html;
 pub mod init;

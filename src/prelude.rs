@@ -23,6 +23,12 @@ pub use crate::encoder::{Embeddings, Encoder, EncoderLayer, EncoderLayerOutput, 
 pub use crate::error::{AttentionError, Operand};
 #[cfg(feature = "encoder")]
 pub use crate::feed_forward::{gelu, silu, FeedForward, FeedForwardOutput, SwiGlu, SwiGluOutput};
+#[cfg(feature = "learn")]
+pub use crate::grad::{
+    attention_backward, cross_entropy, embedding_backward, softmax_backward, AdamW, AttentionGrad,
+    CrossEntropy, FeedForwardGrad, HeadGrad, LayerNormGrad, MultiHeadGrad, Optimizer, RmsNormGrad,
+    Sgd, SwiGluGrad,
+};
 pub use crate::heads::{Head, HeadOutput, MultiHead, MultiHeadOutput};
 pub use crate::html;
 pub use crate::init::{random_embeddings, random_projection};

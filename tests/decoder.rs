@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use attention_lab::prelude::*;
-use common::tensor;
+use common::{ids, tensor};
 use ndarray::{Array3, Ix2, Ix3};
 use ndarray_npy::read_npy;
 use serde_json::Value;
@@ -38,24 +38,7 @@ fn close<D: ndarray::Dimension>(
     theirs: &Array<f64, D>,
     tol: f64,
 ) {
-    assert_eq!(ours.shape(), theirs.shape(), "{what}: shape");
-    let worst = ours
-        .iter()
-        .zip(theirs)
-        .map(|(a, b)| (a - b).abs() / a.abs().max(b.abs()).max(1.0))
-        .fold(0.0, f64::max);
-    assert!(
-        worst <= tol,
-        "{what}: off by {worst:e} (relative), more than {tol:e}"
-    );
-}
-
-fn ids(v: &Value) -> Vec<usize> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i.as_u64().unwrap() as usize)
-        .collect()
+    common::within(what, ours, theirs, tol);
 }
 
 /// The decoder a golden folder holds, and its config.

@@ -130,3 +130,33 @@ pub fn assert_layer(what: &str, out: &MultiHeadOutput, g: &Value) {
         assert_numpy(&format!("{what} output"), out.result(), output);
     }
 }
+
+/// Asserts `ours` is within `tol` of `theirs` relative to the larger magnitude (at least 1,
+/// so values near 0 compare absolutely), and returns the worst such error.
+pub fn within<D: Dimension>(
+    what: &str,
+    ours: &Array<f64, D>,
+    theirs: &Array<f64, D>,
+    tol: f64,
+) -> f64 {
+    assert_eq!(ours.shape(), theirs.shape(), "{what}: shape");
+    let worst = ours
+        .iter()
+        .zip(theirs)
+        .map(|(a, b)| (a - b).abs() / a.abs().max(b.abs()).max(1.0))
+        .fold(0.0, f64::max);
+    assert!(
+        worst <= tol,
+        "{what}: off by {worst:e} (relative), more than {tol:e}"
+    );
+    worst
+}
+
+/// A JSON list of token ids.
+pub fn ids(v: &Value) -> Vec<usize> {
+    v.as_array()
+        .expect("a list of ids")
+        .iter()
+        .map(|i| i.as_u64().expect("an id") as usize)
+        .collect()
+}
