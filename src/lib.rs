@@ -62,6 +62,8 @@ pub mod rope;
 pub mod softmax;
 pub mod stream;
 pub mod torch;
+#[cfg(feature = "learn")]
+pub mod train;
 
 // Links the system's OpenBLAS for ndarray's products when the `blas` feature is on.
 #[cfg(feature = "blas")]

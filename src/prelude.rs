@@ -45,6 +45,10 @@ pub use crate::rope::Rope;
 pub use crate::softmax::{softmax, softmax_naive, Softmax};
 pub use crate::stream::Streaming;
 pub use crate::torch::{InProj, TorchWeights};
+#[cfg(feature = "learn")]
+pub use crate::train::{
+    repeated_tokens, train_step, AttentionOnly, AttentionOnlyGrad, AttentionOnlyOutput, Example,
+};
 pub use ndarray::{
     array, concatenate, s, Array, Array1, Array2, Array3, Array4, ArrayD, ArrayView2, ArrayView3,
     Axis,

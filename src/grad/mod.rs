@@ -45,7 +45,7 @@ mod attention;
 mod embedding;
 mod feed_forward;
 mod heads;
-mod linear;
+pub(crate) mod linear;
 mod loss;
 mod norm;
 mod optim;
