@@ -3,7 +3,7 @@
 //!
 //! | shape | call |
 //! |---|---|
-//! | Q, K, V given | [`scaled_dot_product_attention`](crate::attention::scaled_dot_product_attention)`(q, k, v, &attend)` |
+//! | Q, K, V given | [`scaled_dot_product_attention`](crate::attend::scaled_dot_product_attention)`(q, k, v, &attend)` |
 //! | one head | [`Head::forward`]`(x, &attend)`, [`Head::forward_cross`]`(x, key, value, &attend)` |
 //! | a layer | [`MultiHead::forward`], [`MultiHead::forward_cross`] |
 //! | a batch | [`MultiHead::forward_batch`], [`MultiHead::forward_cross_batch`] |
@@ -34,8 +34,6 @@
 //! # Ok::<(), AttentionError>(())
 //! ```
 
-use std::borrow::Cow;
-
 use ndarray::{Array2, Array3, ArrayView2, ArrayView3};
 
 use crate::attention::Attention;
@@ -44,7 +42,7 @@ use crate::error::AttentionError;
 #[cfg(doc)]
 use crate::heads::HeadOutput;
 use crate::heads::{Head, MultiHead, MultiHeadOutput};
-use crate::mask::Mask;
+use crate::mask::{Mask, Masks};
 use crate::softmax::Softmax;
 use crate::stream::Streaming;
 
@@ -91,17 +89,9 @@ pub struct Full;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Streamed(Streaming);
 
-/// The masks of a call, before they meet its shape.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub(crate) struct Masks<'a> {
-    mask: Option<&'a Mask>,
-    causal: bool,
-    key_padding: Option<&'a Array2<bool>>,
-}
-
 impl<'a> Attend<'a, Full> {
     /// The full path, no mask, each head's own softmax (the stable one for
-    /// [`scaled_dot_product_attention`](crate::attention::scaled_dot_product_attention)).
+    /// [`scaled_dot_product_attention`](crate::attend::scaled_dot_product_attention)).
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -224,53 +214,6 @@ impl<'a, P: Path> Attend<'a, P> {
     }
 }
 
-impl<'a> Masks<'a> {
-    /// The given mask and the causal one for `queries` x `keys`, blocked where either blocks.
-    /// The given mask is checked first, so that its shape error is the usual one.
-    pub(crate) fn shared(
-        &self,
-        queries: usize,
-        keys: usize,
-    ) -> Result<Option<Cow<'a, Mask>>, AttentionError> {
-        if !self.causal {
-            return Ok(self.mask.map(Cow::Borrowed));
-        }
-        let causal = Mask::causal_over(queries, keys)?;
-        Ok(Some(Cow::Owned(match self.mask {
-            Some(mask) => {
-                mask.check(queries, keys)?;
-                mask.and(&causal)?
-            }
-            None => causal,
-        })))
-    }
-
-    /// The mask of a call on one sequence of `queries` over one of `keys`.
-    ///
-    /// # Errors
-    /// [`AttentionError::NotApplicable`] for key padding, which has one row per batch item.
-    pub(crate) fn one(
-        &self,
-        queries: usize,
-        keys: usize,
-    ) -> Result<Option<Cow<'a, Mask>>, AttentionError> {
-        if self.key_padding.is_some() {
-            return Err(AttentionError::NotApplicable {
-                option: "Attend::key_padding",
-                reason: "key padding has one row per batch item, so it goes with forward_batch \
-                         and forward_cross_batch; for one sequence, give Mask::key_padding to \
-                         Attend::mask",
-            });
-        }
-        self.shared(queries, keys)
-    }
-
-    /// The batch's key padding, batch x key tokens.
-    pub(crate) fn key_padding(&self) -> Option<&'a Array2<bool>> {
-        self.key_padding
-    }
-}
-
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Full {}
@@ -294,7 +237,7 @@ mod sealed {
 /// # Ok::<(), AttentionError>(())
 /// ```
 pub trait Path: sealed::Sealed + Copy {
-    /// What [`scaled_dot_product_attention`](crate::attention::scaled_dot_product_attention)
+    /// What [`scaled_dot_product_attention`](crate::attend::scaled_dot_product_attention)
     /// gives: [`Attention`], or the output alone.
     type Attention;
     /// What [`Head::forward`] gives: [`HeadOutput`], or `z` alone.
@@ -435,4 +378,272 @@ impl Path for Streamed {
     ) -> Result<Array3<f64>, AttentionError> {
         layer.stream_batch(inputs, &attend.masks, attend.softmax, attend.path.0)
     }
+}
+
+/// The calls that take an [`Attend`], one per shape. They live here, above the modules that
+/// compute ([`crate::attention`], [`crate::heads`], [`crate::batch`], [`crate::stream`]),
+/// which never import this one.
+impl Head {
+    /// Self-attention: runs the head on `x` (one row per token) with the options of
+    /// `attend` (mask, softmax, path). The full path (`&Attend::new()`) keeps every
+    /// intermediate ([`HeadOutput`]); streamed ([`Attend::streaming`]) it gives `z` alone, up
+    /// to rounding, with no N x N matrix and on every core. Under a mask `scores` keeps the
+    /// masked scores, and a query whose every key is blocked gets zero weights and a zero `z`
+    /// row.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
+    /// let x = array![[1.0, 0.0], [0.0, 1.0]];
+    /// let out = head.forward(&x, &Attend::new())?;
+    /// assert_eq!(out.weights.dim(), (2, 2));
+    /// assert_eq!(out.z.row(0).sum(), 1.0); // each z row mixes the value rows
+    /// let causal = head.forward(&x, &Attend::new().causal())?;
+    /// assert_eq!(causal.weights.row(0), array![1.0, 0.0]);
+    /// let z: Array2<f64> = head.forward(&x, &Attend::new().causal().streaming(Streaming::default()))?;
+    /// assert!((&z - &causal.z).iter().all(|d| d.abs() < 1e-14));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when the columns of `x` differ from the rows of W_Q, or
+    /// the mask is not tokens x tokens; [`AttentionError::NotApplicable`] for
+    /// [`Attend::key_padding`], which is for batches.
+    pub fn forward<'x, P: Path>(
+        &self,
+        x: impl Into<ArrayView2<'x, f64>>,
+        attend: &Attend<'_, P>,
+    ) -> Result<P::HeadOutput, AttentionError> {
+        let x = x.into();
+        P::head(self, [x, x, x], attend)
+    }
+
+    /// Cross-attention: queries from `x`, keys from `key` and values from `value` (PyTorch's
+    /// `query`, `key` and `value`), with the options of `attend`; a mask is x's tokens x
+    /// key's tokens. `key` and `value` have one row per token of the other sequence. With
+    /// [`Attend::causal`] the queries are the last tokens of the keys' sequence, as new
+    /// tokens over a KV cache ([`Mask::causal_over`]).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
+    /// let decoder = array![[1.0, 0.0]];
+    /// let encoder = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]];
+    /// let padding = Mask::key_padding(1, &[false, false, true]);
+    /// let out = head.forward_cross(&decoder, &encoder, &encoder, &Attend::new().mask(&padding))?;
+    /// assert_eq!(out.weights.dim(), (1, 3));
+    /// assert_eq!(out.weights[[0, 2]], 0.0);
+    /// let streamed = Attend::new().mask(&padding).streaming(Streaming::default());
+    /// let z: Array2<f64> = head.forward_cross(&decoder, &encoder, &encoder, &streamed)?;
+    /// assert!((&z - &out.z).iter().all(|d| d.abs() < 1e-14));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when the columns of `x`, `key` or `value` differ from the
+    /// rows of W_Q, W_K or W_V, when `key` and `value` have different numbers of rows, or when
+    /// the mask is not x's tokens x key's tokens (with [`Attend::causal`], when x has more
+    /// tokens than key); [`AttentionError::NotApplicable`] for [`Attend::key_padding`].
+    pub fn forward_cross<'x, P: Path>(
+        &self,
+        x: impl Into<ArrayView2<'x, f64>>,
+        key: impl Into<ArrayView2<'x, f64>>,
+        value: impl Into<ArrayView2<'x, f64>>,
+        attend: &Attend<'_, P>,
+    ) -> Result<P::HeadOutput, AttentionError> {
+        P::head(self, [x.into(), key.into(), value.into()], attend)
+    }
+}
+
+impl MultiHead {
+    /// Self-attention in every head on `x`, then the concatenation times W_O, with the
+    /// options of `attend` (one mask for every head). The full path (`&Attend::new()`)
+    /// keeps every intermediate ([`MultiHeadOutput`]); streamed ([`Attend::streaming`]) it
+    /// gives the layer's result alone, up to rounding, with no N x N matrix and on every
+    /// core.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// // Z = np.concatenate((Z_1, Z_2), axis=1); result = np.dot(Z, W_0)
+    /// let w = Array2::<f64>::eye(4);
+    /// let layer = MultiHead::split(&w, &w, &w, 2, Some(Array2::eye(4)))?;
+    /// let x = array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]];
+    /// let out = layer.forward(&x, &Attend::new())?;
+    /// assert_eq!(out.heads.len(), 2);
+    /// assert_eq!(out.output, Some(out.concat)); // W_O is the identity
+    /// let causal = layer.forward(&x, &Attend::new().causal())?;
+    /// assert_eq!(causal.result().row(0), x.row(0)); // token 0 sees only itself
+    /// let serial = Streaming { threads: 1, ..Streaming::default() };
+    /// let result: Array2<f64> = layer.forward(&x, &Attend::new().causal().streaming(serial))?;
+    /// assert!((&result - causal.result()).iter().all(|d| d.abs() < 1e-12));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Head::forward`], naming the head.
+    pub fn forward<'x, P: Path>(
+        &self,
+        x: impl Into<ArrayView2<'x, f64>>,
+        attend: &Attend<'_, P>,
+    ) -> Result<P::MultiHeadOutput, AttentionError> {
+        let x = x.into();
+        P::multi_head(self, [x, x, x], attend)
+    }
+
+    /// Cross-attention in every head: queries from `x`, keys from `key`, values from `value`
+    /// (PyTorch's `mha(query, key, value)`), with the options of `attend`; a mask is x's
+    /// tokens x key's tokens. Build the layer with [`Head::cross`] heads, or from PyTorch
+    /// with [`MultiHead::from_torch_weights`].
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// // E = 2 with two heads of width 1; keys 3 wide (kdim), values 1 wide (vdim)
+    /// let heads = vec![
+    ///     Head::cross(array![[1.0], [0.0]], Array2::ones((3, 1)), array![[1.0]])?,
+    ///     Head::cross(array![[0.0], [1.0]], Array2::ones((3, 1)), array![[-1.0]])?,
+    /// ];
+    /// let layer = MultiHead::new(heads, Some(Array2::eye(2)))?;
+    /// let decoder = array![[1.0, 2.0], [0.0, 1.0]];
+    /// let encoder_k = Array2::<f64>::zeros((4, 3));
+    /// let encoder_v = array![[1.0], [2.0], [3.0], [4.0]];
+    /// let out = layer.forward_cross(&decoder, &encoder_k, &encoder_v, &Attend::new())?;
+    /// assert_eq!(out.result().row(0), array![2.5, -2.5]); // equal scores: the mean of the values
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Head::forward_cross`], naming the head.
+    pub fn forward_cross<'x, P: Path>(
+        &self,
+        x: impl Into<ArrayView2<'x, f64>>,
+        key: impl Into<ArrayView2<'x, f64>>,
+        value: impl Into<ArrayView2<'x, f64>>,
+        attend: &Attend<'_, P>,
+    ) -> Result<P::MultiHeadOutput, AttentionError> {
+        P::multi_head(self, [x.into(), key.into(), value.into()], attend)
+    }
+
+    /// Self-attention on each item of a `(batch, tokens, features)` array `x`, with the
+    /// options of `attend`: the key padding ([`Attend::key_padding`], batch x tokens, PyTorch's
+    /// `key_padding_mask`) and the mask every item shares ([`Attend::mask`], [`Attend::causal`],
+    /// PyTorch's `attn_mask`); a score is blocked where any of them blocks it. The full path
+    /// gives a [`BatchOutput`]; streamed ([`Attend::streaming`], each item in turn) the stacked
+    /// results alone, `(batch, tokens, width)`, as streaming keeps no weights.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(2);
+    /// let layer = MultiHead::split(&w, &w, &w, 1, None)?;
+    /// let x: Array3<f64> = array![[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[2.0, 0.0], [0.0, 2.0], [9.0, 9.0]]];
+    /// // item 1's last token is padding
+    /// let padding = array![[false, false, false], [false, false, true]];
+    /// let attend = Attend::new().key_padding(&padding).causal();
+    /// let out = layer.forward_batch(&x, &attend)?;
+    /// let weights = out.averaged_weights();
+    /// assert_eq!(weights[[1, 2, 2]], 0.0); // padding gets no weight
+    /// assert_eq!(weights[[0, 0, 1]], 0.0); // nor does the future
+    /// let streamed: Array3<f64> = layer.forward_batch(&x, &attend.streaming(Streaming::default()))?;
+    /// assert!((&streamed - &out.result()).iter().all(|d| d.abs() < 1e-14));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when the key padding mask is not batch x tokens, the
+    /// shared mask not tokens x tokens, or the features of `x` differ from the rows of W_Q
+    /// (naming `x` with its batch shape).
+    pub fn forward_batch<'x, P: Path>(
+        &self,
+        x: impl Into<ArrayView3<'x, f64>>,
+        attend: &Attend<'_, P>,
+    ) -> Result<P::BatchOutput, AttentionError> {
+        let x = x.into();
+        P::batch(self, [x, x, x], attend)
+    }
+
+    /// Cross-attention on each item of a batch: queries from `x` (batch, tokens, E), keys
+    /// from `key` (batch, key tokens, kdim) and values from `value` (batch, key tokens,
+    /// vdim), PyTorch's `mha(query, key, value)` with `batch_first=True`, with the options of
+    /// `attend`. The key padding mask is batch x key tokens; the shared mask is tokens x key
+    /// tokens (with [`Attend::causal`], [`Mask::causal_over`]: new tokens over a KV cache).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// // E = 2, one head; keys 3 wide, values 1 wide
+    /// let head = Head::cross(Array2::eye(2), Array2::zeros((3, 2)), array![[1.0, -1.0]])?;
+    /// let layer = MultiHead::new(vec![head], None)?;
+    /// let x = Array3::<f64>::ones((2, 1, 2));
+    /// let key = Array3::<f64>::zeros((2, 2, 3));
+    /// let value: Array3<f64> = array![[[1.0], [3.0]], [[4.0], [5.0]]];
+    /// let padding = array![[false, false], [false, true]];
+    /// let out = layer.forward_cross_batch(&x, &key, &value, &Attend::new().key_padding(&padding))?;
+    /// // equal scores: item 0 averages its two values, item 1 sees only its first
+    /// assert_eq!(out.result(), array![[[2.0, -2.0]], [[4.0, -4.0]]]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] when `x`, `key` and `value` have different numbers of
+    /// items, `key` and `value` different numbers of tokens, their features differ from the
+    /// rows of W_Q, W_K or W_V, the key padding mask is not batch x key tokens or the shared
+    /// mask not tokens x key tokens.
+    pub fn forward_cross_batch<'x, P: Path>(
+        &self,
+        x: impl Into<ArrayView3<'x, f64>>,
+        key: impl Into<ArrayView3<'x, f64>>,
+        value: impl Into<ArrayView3<'x, f64>>,
+        attend: &Attend<'_, P>,
+    ) -> Result<P::BatchOutput, AttentionError> {
+        P::batch(self, [x.into(), key.into(), value.into()], attend)
+    }
+}
+
+/// `softmax(Q K^T / sqrt(d_k)) V`, `d_k` being the columns of K, with the options of
+/// `attend` (PyTorch's `F.scaled_dot_product_attention(q, k, v, attn_mask=..., is_causal=...)`).
+///
+/// On the full path (`&Attend::new()`) it gives an [`Attention`] with every step; streamed
+/// ([`Attend::streaming`]) the output alone, up to rounding, without forming the scores. The
+/// softmax is the stable one unless [`Attend::softmax`] chooses another.
+///
+/// The scores are divided by `sqrt(d_k)` (not multiplied by its inverse), as the documents'
+/// NumPy code does, so they round the same way. With zero query tokens every result has zero
+/// rows; with zero key tokens the weights have zero columns and the output is all zeros (as
+/// NumPy's `w @ V` gives). NaN and `inf` propagate as in NumPy. Under a mask, `scores` holds
+/// the masked scores (`-inf` where blocked), as the softmax sees them, and a query whose
+/// every key is blocked gets zero weights and a zero output row (see [`crate::mask`] for
+/// what PyTorch, d2l and burn give instead).
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// // scores = np.dot(Q, K.T) / np.sqrt(K.shape[-1])
+/// let q = array![[1.0, 0.0], [0.0, 1.0]];
+/// let v = array![[1.0], [3.0]];
+/// let a = scaled_dot_product_attention(&q, &q, &v, &Attend::new())?;
+/// assert_eq!(a.scores, array![[1.0 / 2f64.sqrt(), 0.0], [0.0, 1.0 / 2f64.sqrt()]]);
+/// assert!((a.weights.row(0).sum() - 1.0).abs() < 1e-15);
+/// let causal = scaled_dot_product_attention(&q, &q, &v, &Attend::new().causal())?;
+/// assert_eq!(causal.output.row(0), v.row(0)); // token 0 sees only itself
+/// let z: Array2<f64> = scaled_dot_product_attention(&q, &q, &v, &Attend::new().streaming(Streaming::default()))?;
+/// assert!((&z - &a.output).iter().all(|d| d.abs() < 1e-14));
+/// # Ok::<(), AttentionError>(())
+/// ```
+///
+/// # Errors
+/// [`AttentionError::Mismatch`] when Q and K have different numbers of columns, K and V
+/// different numbers of rows, or the mask is not queries x keys (and, with
+/// [`Attend::causal`], when there are more queries than keys);
+/// [`AttentionError::NotApplicable`] for [`Attend::key_padding`], which is for batches.
+pub fn scaled_dot_product_attention<'a, P: Path>(
+    q: impl Into<ArrayView2<'a, f64>>,
+    k: impl Into<ArrayView2<'a, f64>>,
+    v: impl Into<ArrayView2<'a, f64>>,
+    attend: &Attend<'_, P>,
+) -> Result<P::Attention, AttentionError> {
+    P::attention(q.into(), k.into(), v.into(), attend)
 }

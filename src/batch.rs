@@ -12,10 +12,10 @@
 
 use ndarray::{Array2, Array3, Array4, ArrayView2, ArrayView3, Axis};
 
-use crate::attend::{Attend, Masks, Path};
 use crate::error::{AttentionError, Operand};
 use crate::heads::{MultiHead, MultiHeadOutput};
 use crate::mask::Mask;
+use crate::mask::Masks;
 use crate::softmax::Softmax;
 use crate::stream::{self, Layer, Streaming};
 
@@ -130,81 +130,6 @@ fn stack<'a>(
 }
 
 impl MultiHead {
-    /// Self-attention on each item of a `(batch, tokens, features)` array `x`, with the
-    /// options of `attend`: the key padding ([`Attend::key_padding`], batch x tokens, PyTorch's
-    /// `key_padding_mask`) and the mask every item shares ([`Attend::mask`], [`Attend::causal`],
-    /// PyTorch's `attn_mask`); a score is blocked where any of them blocks it. The full path
-    /// gives a [`BatchOutput`]; streamed ([`Attend::streaming`], each item in turn) the stacked
-    /// results alone, `(batch, tokens, width)`, as streaming keeps no weights.
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    ///
-    /// let w = Array2::<f64>::eye(2);
-    /// let layer = MultiHead::split(&w, &w, &w, 1, None)?;
-    /// let x: Array3<f64> = array![[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[2.0, 0.0], [0.0, 2.0], [9.0, 9.0]]];
-    /// // item 1's last token is padding
-    /// let padding = array![[false, false, false], [false, false, true]];
-    /// let attend = Attend::new().key_padding(&padding).causal();
-    /// let out = layer.forward_batch(&x, &attend)?;
-    /// let weights = out.averaged_weights();
-    /// assert_eq!(weights[[1, 2, 2]], 0.0); // padding gets no weight
-    /// assert_eq!(weights[[0, 0, 1]], 0.0); // nor does the future
-    /// let streamed: Array3<f64> = layer.forward_batch(&x, &attend.streaming(Streaming::default()))?;
-    /// assert!((&streamed - &out.result()).iter().all(|d| d.abs() < 1e-14));
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`AttentionError::Mismatch`] when the key padding mask is not batch x tokens, the
-    /// shared mask not tokens x tokens, or the features of `x` differ from the rows of W_Q
-    /// (naming `x` with its batch shape).
-    pub fn forward_batch<'x, P: Path>(
-        &self,
-        x: impl Into<ArrayView3<'x, f64>>,
-        attend: &Attend<'_, P>,
-    ) -> Result<P::BatchOutput, AttentionError> {
-        let x = x.into();
-        P::batch(self, [x, x, x], attend)
-    }
-
-    /// Cross-attention on each item of a batch: queries from `x` (batch, tokens, E), keys
-    /// from `key` (batch, key tokens, kdim) and values from `value` (batch, key tokens,
-    /// vdim), PyTorch's `mha(query, key, value)` with `batch_first=True`, with the options of
-    /// `attend`. The key padding mask is batch x key tokens; the shared mask is tokens x key
-    /// tokens (with [`Attend::causal`], [`Mask::causal_over`]: new tokens over a KV cache).
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    ///
-    /// // E = 2, one head; keys 3 wide, values 1 wide
-    /// let head = Head::cross(Array2::eye(2), Array2::zeros((3, 2)), array![[1.0, -1.0]])?;
-    /// let layer = MultiHead::new(vec![head], None)?;
-    /// let x = Array3::<f64>::ones((2, 1, 2));
-    /// let key = Array3::<f64>::zeros((2, 2, 3));
-    /// let value: Array3<f64> = array![[[1.0], [3.0]], [[4.0], [5.0]]];
-    /// let padding = array![[false, false], [false, true]];
-    /// let out = layer.forward_cross_batch(&x, &key, &value, &Attend::new().key_padding(&padding))?;
-    /// // equal scores: item 0 averages its two values, item 1 sees only its first
-    /// assert_eq!(out.result(), array![[[2.0, -2.0]], [[4.0, -4.0]]]);
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`AttentionError::Mismatch`] when `x`, `key` and `value` have different numbers of
-    /// items, `key` and `value` different numbers of tokens, their features differ from the
-    /// rows of W_Q, W_K or W_V, the key padding mask is not batch x key tokens or the shared
-    /// mask not tokens x key tokens.
-    pub fn forward_cross_batch<'x, P: Path>(
-        &self,
-        x: impl Into<ArrayView3<'x, f64>>,
-        key: impl Into<ArrayView3<'x, f64>>,
-        value: impl Into<ArrayView3<'x, f64>>,
-        attend: &Attend<'_, P>,
-    ) -> Result<P::BatchOutput, AttentionError> {
-        P::batch(self, [x.into(), key.into(), value.into()], attend)
-    }
-
     /// The full path on each item.
     pub(crate) fn forward_batch_in(
         &self,

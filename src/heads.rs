@@ -3,7 +3,6 @@
 
 use ndarray::{concatenate, s, Array1, Array2, ArrayView2, Axis};
 
-use crate::attend::{Attend, Path};
 use crate::attention::attend;
 use crate::error::{AttentionError, Operand};
 use crate::mask::Mask;
@@ -240,78 +239,6 @@ impl Head {
     /// The softmax this head applies (see [`Head::with_softmax`]).
     pub fn softmax(&self) -> Softmax {
         self.softmax
-    }
-
-    /// Self-attention: runs the head on `x` (one row per token) with the options of
-    /// `attend` (mask, softmax, path). The full path (`&Attend::new()`) keeps every
-    /// intermediate ([`HeadOutput`]); streamed ([`Attend::streaming`]) it gives `z` alone, up
-    /// to rounding, with no N x N matrix and on every core. Under a mask `scores` keeps the
-    /// masked scores, and a query whose every key is blocked gets zero weights and a zero `z`
-    /// row.
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    ///
-    /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
-    /// let x = array![[1.0, 0.0], [0.0, 1.0]];
-    /// let out = head.forward(&x, &Attend::new())?;
-    /// assert_eq!(out.weights.dim(), (2, 2));
-    /// assert_eq!(out.z.row(0).sum(), 1.0); // each z row mixes the value rows
-    /// let causal = head.forward(&x, &Attend::new().causal())?;
-    /// assert_eq!(causal.weights.row(0), array![1.0, 0.0]);
-    /// let z: Array2<f64> = head.forward(&x, &Attend::new().causal().streaming(Streaming::default()))?;
-    /// assert!((&z - &causal.z).iter().all(|d| d.abs() < 1e-14));
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`AttentionError::Mismatch`] when the columns of `x` differ from the rows of W_Q, or
-    /// the mask is not tokens x tokens; [`AttentionError::NotApplicable`] for
-    /// [`Attend::key_padding`], which is for batches.
-    pub fn forward<'x, P: Path>(
-        &self,
-        x: impl Into<ArrayView2<'x, f64>>,
-        attend: &Attend<'_, P>,
-    ) -> Result<P::HeadOutput, AttentionError> {
-        let x = x.into();
-        P::head(self, [x, x, x], attend)
-    }
-
-    /// Cross-attention: queries from `x`, keys from `key` and values from `value` (PyTorch's
-    /// `query`, `key` and `value`), with the options of `attend`; a mask is x's tokens x
-    /// key's tokens. `key` and `value` have one row per token of the other sequence. With
-    /// [`Attend::causal`] the queries are the last tokens of the keys' sequence, as new
-    /// tokens over a KV cache ([`Mask::causal_over`]).
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    ///
-    /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
-    /// let decoder = array![[1.0, 0.0]];
-    /// let encoder = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]];
-    /// let padding = Mask::key_padding(1, &[false, false, true]);
-    /// let out = head.forward_cross(&decoder, &encoder, &encoder, &Attend::new().mask(&padding))?;
-    /// assert_eq!(out.weights.dim(), (1, 3));
-    /// assert_eq!(out.weights[[0, 2]], 0.0);
-    /// let streamed = Attend::new().mask(&padding).streaming(Streaming::default());
-    /// let z: Array2<f64> = head.forward_cross(&decoder, &encoder, &encoder, &streamed)?;
-    /// assert!((&z - &out.z).iter().all(|d| d.abs() < 1e-14));
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`AttentionError::Mismatch`] when the columns of `x`, `key` or `value` differ from the
-    /// rows of W_Q, W_K or W_V, when `key` and `value` have different numbers of rows, or when
-    /// the mask is not x's tokens x key's tokens (with [`Attend::causal`], when x has more
-    /// tokens than key); [`AttentionError::NotApplicable`] for [`Attend::key_padding`].
-    pub fn forward_cross<'x, P: Path>(
-        &self,
-        x: impl Into<ArrayView2<'x, f64>>,
-        key: impl Into<ArrayView2<'x, f64>>,
-        value: impl Into<ArrayView2<'x, f64>>,
-        attend: &Attend<'_, P>,
-    ) -> Result<P::HeadOutput, AttentionError> {
-        P::head(self, [x.into(), key.into(), value.into()], attend)
     }
 
     /// The errors of a forward pass whose queries, keys and values come from `inputs`
@@ -632,75 +559,6 @@ impl MultiHead {
     /// ```
     pub fn bo(&self) -> Option<&Array1<f64>> {
         self.bo.as_ref()
-    }
-
-    /// Self-attention in every head on `x`, then the concatenation times W_O, with the
-    /// options of `attend` (one mask for every head). The full path (`&Attend::new()`)
-    /// keeps every intermediate ([`MultiHeadOutput`]); streamed ([`Attend::streaming`]) it
-    /// gives the layer's result alone, up to rounding, with no N x N matrix and on every
-    /// core.
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    ///
-    /// // Z = np.concatenate((Z_1, Z_2), axis=1); result = np.dot(Z, W_0)
-    /// let w = Array2::<f64>::eye(4);
-    /// let layer = MultiHead::split(&w, &w, &w, 2, Some(Array2::eye(4)))?;
-    /// let x = array![[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]];
-    /// let out = layer.forward(&x, &Attend::new())?;
-    /// assert_eq!(out.heads.len(), 2);
-    /// assert_eq!(out.output, Some(out.concat)); // W_O is the identity
-    /// let causal = layer.forward(&x, &Attend::new().causal())?;
-    /// assert_eq!(causal.result().row(0), x.row(0)); // token 0 sees only itself
-    /// let serial = Streaming { threads: 1, ..Streaming::default() };
-    /// let result: Array2<f64> = layer.forward(&x, &Attend::new().causal().streaming(serial))?;
-    /// assert!((&result - causal.result()).iter().all(|d| d.abs() < 1e-12));
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`Head::forward`], naming the head.
-    pub fn forward<'x, P: Path>(
-        &self,
-        x: impl Into<ArrayView2<'x, f64>>,
-        attend: &Attend<'_, P>,
-    ) -> Result<P::MultiHeadOutput, AttentionError> {
-        let x = x.into();
-        P::multi_head(self, [x, x, x], attend)
-    }
-
-    /// Cross-attention in every head: queries from `x`, keys from `key`, values from `value`
-    /// (PyTorch's `mha(query, key, value)`), with the options of `attend`; a mask is x's
-    /// tokens x key's tokens. Build the layer with [`Head::cross`] heads, or from PyTorch
-    /// with [`MultiHead::from_torch_weights`].
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    ///
-    /// // E = 2 with two heads of width 1; keys 3 wide (kdim), values 1 wide (vdim)
-    /// let heads = vec![
-    ///     Head::cross(array![[1.0], [0.0]], Array2::ones((3, 1)), array![[1.0]])?,
-    ///     Head::cross(array![[0.0], [1.0]], Array2::ones((3, 1)), array![[-1.0]])?,
-    /// ];
-    /// let layer = MultiHead::new(heads, Some(Array2::eye(2)))?;
-    /// let decoder = array![[1.0, 2.0], [0.0, 1.0]];
-    /// let encoder_k = Array2::<f64>::zeros((4, 3));
-    /// let encoder_v = array![[1.0], [2.0], [3.0], [4.0]];
-    /// let out = layer.forward_cross(&decoder, &encoder_k, &encoder_v, &Attend::new())?;
-    /// assert_eq!(out.result().row(0), array![2.5, -2.5]); // equal scores: the mean of the values
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`Head::forward_cross`], naming the head.
-    pub fn forward_cross<'x, P: Path>(
-        &self,
-        x: impl Into<ArrayView2<'x, f64>>,
-        key: impl Into<ArrayView2<'x, f64>>,
-        value: impl Into<ArrayView2<'x, f64>>,
-        attend: &Attend<'_, P>,
-    ) -> Result<P::MultiHeadOutput, AttentionError> {
-        P::multi_head(self, [x.into(), key.into(), value.into()], attend)
     }
 
     /// The width of the layer's result: the columns of W_O, else the heads' values together.

@@ -24,6 +24,8 @@
 
 use std::ops::Range;
 
+use std::borrow::Cow;
+
 use ndarray::{s, Array2, ArrayView1, ArrayView2};
 
 use crate::error::{AttentionError, Operand};
@@ -322,5 +324,60 @@ pub(crate) fn zero_blocked_rows(scores: ArrayView2<'_, f64>, weights: &mut Array
         if s.iter().all(|&x| x == f64::NEG_INFINITY) {
             w.fill(0.0);
         }
+    }
+}
+
+/// The masks of a call, before they meet its shape.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct Masks<'a> {
+    pub(crate) mask: Option<&'a Mask>,
+    pub(crate) causal: bool,
+    pub(crate) key_padding: Option<&'a Array2<bool>>,
+}
+
+impl<'a> Masks<'a> {
+    /// The given mask and the causal one for `queries` x `keys`, blocked where either blocks.
+    /// The given mask is checked first, so that its shape error is the usual one.
+    pub(crate) fn shared(
+        &self,
+        queries: usize,
+        keys: usize,
+    ) -> Result<Option<Cow<'a, Mask>>, AttentionError> {
+        if !self.causal {
+            return Ok(self.mask.map(Cow::Borrowed));
+        }
+        let causal = Mask::causal_over(queries, keys)?;
+        Ok(Some(Cow::Owned(match self.mask {
+            Some(mask) => {
+                mask.check(queries, keys)?;
+                mask.and(&causal)?
+            }
+            None => causal,
+        })))
+    }
+
+    /// The mask of a call on one sequence of `queries` over one of `keys`.
+    ///
+    /// # Errors
+    /// [`AttentionError::NotApplicable`] for key padding, which has one row per batch item.
+    pub(crate) fn one(
+        &self,
+        queries: usize,
+        keys: usize,
+    ) -> Result<Option<Cow<'a, Mask>>, AttentionError> {
+        if self.key_padding.is_some() {
+            return Err(AttentionError::NotApplicable {
+                option: "Attend::key_padding",
+                reason: "key padding has one row per batch item, so it goes with forward_batch \
+                         and forward_cross_batch; for one sequence, give Mask::key_padding to \
+                         Attend::mask",
+            });
+        }
+        self.shared(queries, keys)
+    }
+
+    /// The batch's key padding, batch x key tokens.
+    pub(crate) fn key_padding(&self) -> Option<&'a Array2<bool>> {
+        self.key_padding
     }
 }

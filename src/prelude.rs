@@ -10,8 +10,8 @@
 //! ```
 
 pub use crate::answers::answers_json;
-pub use crate::attend::{Attend, Full, Streamed};
-pub use crate::attention::{scaled_dot_product_attention, Attention};
+pub use crate::attend::{scaled_dot_product_attention, Attend, Full, Streamed};
+pub use crate::attention::Attention;
 pub use crate::batch::BatchOutput;
 #[cfg(feature = "decoder")]
 pub use crate::decoder::{

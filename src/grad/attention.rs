@@ -32,7 +32,7 @@ pub struct AttentionGrad {
     pub dv: Array2<f64>,
 }
 
-/// The gradients of [`scaled_dot_product_attention`](crate::attention::scaled_dot_product_attention)
+/// The gradients of [`scaled_dot_product_attention`](crate::attend::scaled_dot_product_attention)
 /// from its inputs `q`, `k`, `v`, what it kept (`attention`, masked or not) and
 /// `doutput = dL/doutput`. A mask needs no argument: its blocked weights are 0, so their
 /// gradients are too.
