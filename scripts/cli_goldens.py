@@ -539,14 +539,17 @@ def backward_cases(save, x, heads, wo, x32, w6):
 
 # ---------------------------------------------------------------- exercise
 
-def draw(seed, tokens=2, dim=4, heads=2, dk=3, decimals=1):
-    """The exercise's matrices, in the CLI's documented draw order."""
+def draw(seed, tokens=2, dim=4, heads=2, dk=3, decimals=1, backward=False):
+    """The exercise's matrices, in the CLI's documented draw order (G last, with --backward)."""
     rs = np.random.RandomState(seed)
     x = rs.randint(0, 3, (tokens, dim)).astype(np.float64)
     w = lambda rows, cols: np.round(rs.uniform(-1, 1, (rows, cols)), decimals) + 0.0
     hs = [[w(dim, dk), w(dim, dk), w(dim, dk)] for _ in range(heads)]
     wo = w(heads * dk, dim)
-    return {"x": x.tolist(), "heads": [[m.tolist() for m in h] for h in hs], "wo": wo.tolist()}
+    drawn = {"x": x.tolist(), "heads": [[m.tolist() for m in h] for h in hs], "wo": wo.tolist()}
+    if backward:
+        drawn["g"] = w(tokens, dim).tolist()
+    return drawn
 
 
 def exercise_goldens():
@@ -556,6 +559,7 @@ def exercise_goldens():
     configs = {
         "seed7": {"seed": 7},
         "seed2026_wide": {"seed": 2026, "tokens": 3, "dim": 5, "heads": 3, "dk": 2, "decimals": 2},
+        "seed7_backward": {"seed": 7, "backward": True},
     }
     for name, cfg in configs.items():
         write(os.path.join(out, f"{name}.draws.json"), json.dumps(draw(**cfg), indent=1) + "\n")

@@ -458,3 +458,83 @@ pub fn to_json(g: &Gradients) -> String {
         matrix_json(&grad.dx)
     )
 }
+
+/// `forward`, a JSON object as [`solve::to_json`](crate::solve) writes it, with the gradients
+/// ([`to_json`]) added as its last key, `"backward"`.
+///
+/// ```
+/// use attention_lab_classroom::backward::with_json;
+/// # use attention_lab::prelude::*;
+/// # use attention_lab_classroom::backward::Gradients;
+/// # let w = Array2::<f64>::eye(1);
+/// # let layer = MultiHead::new(vec![Head::new(w.clone(), w.clone(), w)?], None)?;
+/// # let x = array![[1.0]];
+/// # let out = layer.forward(&x, &Attend::new())?;
+/// # let g = Gradients::new(&layer, &x, &out, Array2::ones((1, 1)))?;
+/// assert!(with_json("{\"concat\": [[1.0]]}", &g).starts_with("{\"concat\": [[1.0]], \"backward\": {"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn with_json(forward: &str, g: &Gradients) -> String {
+    let open = forward.strip_suffix('}').unwrap_or(forward);
+    format!("{open}, \"backward\": {}}}", to_json(g))
+}
+
+/// The exercise part a backward step answers: (e) `dL/dW_O`, `dL/dZ` and each `dL/dZ_i`;
+/// (f) each head's `dL/dA_i` and `dL/dS_i`; (g) each head's `dL/dQ_i`, `dL/dK_i`,
+/// `dL/dV_i` and the weights' gradients. G (given) and `dL/dX` (X is data) are no part.
+///
+/// ```
+/// use attention_lab_classroom::backward::{part_of, Of};
+/// assert_eq!(part_of(Of::Wo), Some('e'));
+/// assert_eq!(part_of(Of::Scores), Some('f'));
+/// assert_eq!(part_of(Of::X), None);
+/// ```
+pub fn part_of(of: Of) -> Option<char> {
+    match of {
+        Of::Wo | Of::Concat | Of::Z => Some('e'),
+        Of::Weights | Of::Scores => Some('f'),
+        Of::Q | Of::K | Of::V | Of::Wq | Of::Wk | Of::Wv => Some('g'),
+        Of::Given | Of::Bo | Of::Bias(_) | Of::X => None,
+    }
+}
+
+/// The wording of a backward sheet's parts (e) to (g); `masked` for a masked sheet.
+///
+/// ```
+/// use attention_lab_classroom::backward::part_texts;
+/// assert_eq!(part_texts(false).map(|(letter, _)| letter), ['e', 'f', 'g']);
+/// ```
+pub fn part_texts(masked: bool) -> [(char, String); 3] {
+    let blocked = if masked {
+        " (a blocked score, of weight $0$, gets gradient $0$)"
+    } else {
+        ""
+    };
+    [
+        (
+            'e',
+            "Backpropagate $G$ through the output projection: compute \
+             $\\partial L / \\partial W_O = Z^\\top G$ and \
+             $\\partial L / \\partial Z = G W_O^\\top$, and split the latter into each \
+             head's $\\partial L / \\partial Z_i$ (its $d_v$ columns)."
+                .into(),
+        ),
+        (
+            'f',
+            format!(
+                "For every head, compute $\\partial L / \\partial A_i = \\partial L / \\partial Z_i \\, V_i^\\top$ \
+                 and, through the softmax's Jacobian row by row, the scores' gradient \
+                 $\\partial L / \\partial S_i = A_i \\odot (\\partial L / \\partial A_i - \\operatorname{{rowsum}}(A_i \\odot \\partial L / \\partial A_i))${blocked}."
+            ),
+        ),
+        (
+            'g',
+            "For every head, compute $\\partial L / \\partial Q_i = \\partial L / \\partial S_i \\, K_i / \\sqrt{d_k}$, \
+             $\\partial L / \\partial K_i = (\\partial L / \\partial S_i)^\\top Q_i / \\sqrt{d_k}$ and \
+             $\\partial L / \\partial V_i = A_i^\\top \\partial L / \\partial Z_i$, then the projections' \
+             gradients $\\partial L / \\partial W_Q^{(i)} = X^\\top \\partial L / \\partial Q_i$, \
+             $\\partial L / \\partial W_K^{(i)}$ and $\\partial L / \\partial W_V^{(i)}$."
+                .into(),
+        ),
+    ]
+}

@@ -184,12 +184,7 @@ fn solve(args: &Options) -> Result<String> {
         let forward = to_json(&out, mask.as_ref());
         return Ok(match &grads {
             None => format!("{forward}\n"),
-            // The forward object with "backward" as its last key.
-            Some(g) => format!(
-                "{}, \"backward\": {}}}\n",
-                &forward[..forward.len() - 1],
-                backward::to_json(g)
-            ),
+            Some(g) => format!("{}\n", backward::with_json(&forward, g)),
         });
     }
     let opts = PrintOptions {

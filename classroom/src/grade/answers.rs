@@ -31,6 +31,8 @@ pub struct Key {
     pub wo: M,
     /// A masked sheet's mask, the matrix added to the scores (`"mask"` in the key).
     pub mask: Option<M>,
+    /// A backward sheet's `G = dL/d(Z W_O)` (`"g"` in the key).
+    pub g: Option<M>,
 }
 
 /// A field of a JSON object, named in the error.
@@ -86,6 +88,10 @@ impl Key {
                 .get("mask")
                 .map(|_| json_matrix_field(&json, "mask"))
                 .transpose()?,
+            g: json
+                .get("g")
+                .map(|_| json_matrix_field(&json, "g"))
+                .transpose()?,
         };
         key.solution()?;
         Ok(key)
@@ -96,6 +102,11 @@ impl Key {
     /// # Errors
     /// The library's shape message when the key's matrices do not fit together.
     pub fn solution(&self) -> Result<MultiHeadOutput> {
+        self.problem().solution()
+    }
+
+    /// The key's problem: its matrices, mask and `G`.
+    pub fn problem(&self) -> Problem {
         Problem {
             x: self.x.clone(),
             wq: self.wq.clone(),
@@ -103,8 +114,8 @@ impl Key {
             wv: self.wv.clone(),
             wo: self.wo.clone(),
             mask: self.mask.clone().map(Mask::additive_from),
+            g: self.g.clone(),
         }
-        .solution()
     }
 }
 
