@@ -269,15 +269,25 @@ def solve_goldens():
     cases = [(name, args, problem + ({},), kind, opts)
              for name, args, problem, kind, opts in cases]
     cases += masked_cases(save, x, heads, wo, x32, w6)
+    cases += backward_cases(save, x, heads, wo, x32, w6)
     listed = []
     for name, args, (cx, cheads, cwo, naive, extra), kind, opts in cases:
+        extra = dict(extra)
+        g = extra.pop("g", None)
         steps, concat, output = solve(cx.astype(np.float64), cheads, cwo, naive, **extra)
         mask = extra.get("mask")
+        grads = None if g is None else torch_backward(cx.astype(np.float64), cheads, cwo, g, **extra)
         expected = f"{name}.{kind}"
         if kind == "txt":
-            text = printed(lambda: print_solution(steps, concat, output, mask), **opts)
+            def show():
+                print_solution(steps, concat, output, mask)
+                if grads is not None:
+                    print_backward(grads, cheads, cwo is not None, extra.get("bo") is not None)
+            text = printed(show, **opts)
         else:
             text = solution_json(steps, concat, output, mask)
+            if grads is not None:
+                text = text[:-2] + ", \"backward\": " + json.dumps(backward_json(grads)) + "}\n"
         write(os.path.join(out, expected), text)
         listed.append({"args": args, kind: expected})
     write(os.path.join(out, "cases.json"), json.dumps(listed, indent=1) + "\n")
@@ -383,16 +393,163 @@ def masked_cases(save, x, heads, wo, x32, w6):
     return cases
 
 
+# ---------------------------------------------------------------- solve --backward
+
+def torch_backward(x, heads, wo, g, mask=None, biases=None, bo=None, kv=None):
+    """Every gradient of L with dL/d(result) = g, by torch.autograd in float64: independent
+    of the library's hand-written backward pass (no row may be fully masked: torch's softmax
+    gives NaN there)."""
+    import torch
+    assert kv is None
+    leaf = lambda a: torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=True)
+    X = leaf(x)
+    ws = [[leaf(w) for w in h] for h in heads]
+    bs = [[leaf(b) for b in hb] for hb in biases] if biases is not None else None
+    WO = leaf(wo) if wo is not None else None
+    BO = leaf(bo) if bo is not None else None
+    kept = []
+    for n, (WQ, WK, WV) in enumerate(ws):
+        Q, K, V = X @ WQ, X @ WK, X @ WV
+        if bs is not None:
+            Q, K, V = Q + bs[n][0], K + bs[n][1], V + bs[n][2]
+        S = Q @ K.T / np.sqrt(K.shape[1])
+        if mask is not None:
+            S = S + torch.tensor(mask)
+        A = torch.softmax(S, dim=1)
+        Z = A @ V
+        for t in (Q, K, V, S, A, Z):
+            t.retain_grad()
+        kept.append((Q, K, V, S, A, Z))
+    concat = torch.cat([h[5] for h in kept], dim=1)
+    concat.retain_grad()
+    result = concat
+    if WO is not None:
+        result = concat @ WO
+        if BO is not None:
+            result = result + BO
+    result.backward(torch.tensor(np.asarray(g, dtype=np.float64)))
+    grad = lambda t: t.grad.numpy()
+    out = {"dresult": np.asarray(g, dtype=np.float64), "dconcat": grad(concat),
+           "dwo": None if WO is None else grad(WO)}
+    if BO is not None:
+        out["dbo"] = grad(BO)
+    out["heads"] = []
+    for n, (Q, K, V, S, A, Z) in enumerate(kept):
+        h = {"dz": grad(Z), "dweights": grad(A), "dscores": grad(S), "dq": grad(Q),
+             "dk": grad(K), "dv": grad(V), "dwq": grad(ws[n][0]), "dwk": grad(ws[n][1]),
+             "dwv": grad(ws[n][2])}
+        if bs is not None:
+            h.update({"dbq": grad(bs[n][0]), "dbk": grad(bs[n][1]), "dbv": grad(bs[n][2])})
+        out["heads"].append(h)
+    out["dx"] = grad(X)
+    return out
+
+
+def print_backward(grads, heads, has_wo, has_bo):
+    """What `solve --backward` prints after the forward steps."""
+    print()
+    if has_wo:
+        print("G = dL/d(Z W_O" + (" + b_O" if has_bo else "") + "):\n", grads["dresult"])
+        print("dL/dZ = G W_O^T:\n", grads["dconcat"])
+        print("dL/dW_O = Z^T G:\n", grads["dwo"])
+        if has_bo:
+            print("dL/db_O = G summed over the tokens:\n", grads["dbo"])
+    else:
+        print("G = dL/dZ:\n", grads["dresult"])
+    start = 0
+    for i, h in enumerate(grads["heads"], 1):
+        dk = heads[i - 1][1].shape[1]
+        end = start + h["dz"].shape[1]
+        print()
+        p = lambda label, m: print(f"Head {i} - {label}:\n", m)
+        p(f"dL/dZ_{i} = dL/dZ[:, {start}:{end}]", h["dz"])
+        p(f"dL/dweights = dL/dZ_{i} V_{i}^T", h["dweights"])
+        p("dL/dscores = weights * (dL/dweights - rowsum(weights * dL/dweights))", h["dscores"])
+        p(f"dL/dQ_{i} = dL/dscores K_{i} / sqrt({dk})", h["dq"])
+        p(f"dL/dK_{i} = dL/dscores^T Q_{i} / sqrt({dk})", h["dk"])
+        p(f"dL/dV_{i} = weights^T dL/dZ_{i}", h["dv"])
+        for m in "QKV":
+            p(f"dL/dW_{m} = X^T dL/d{m}_{i}", h[f"dw{m.lower()}"])
+        for m in "QKV":
+            if f"db{m.lower()}" in h:
+                p(f"dL/db_{m} = dL/d{m}_{i} summed over the tokens", h[f"db{m.lower()}"])
+        start = end
+    print()
+    print("dL/dX = sum over the heads of dL/dQ_i W_Q^T + dL/dK_i W_K^T + dL/dV_i W_V^T:\n",
+          grads["dx"])
+
+
+def backward_json(grads):
+    vec = lambda v: json_value(v[None, :])[0]
+    value = lambda k, m: None if m is None else (vec(m) if k.startswith("db") else json_value(m))
+    out = {k: value(k, m) for k, m in grads.items() if k != "heads"}
+    out["heads"] = [{k: value(k, m) for k, m in h.items()} for h in grads["heads"]]
+    # The documented key order: heads before dx.
+    return {k: out[k] for k in [k for k in out if k not in ("heads", "dx")] + ["heads", "dx"]}
+
+
+def backward_cases(save, x, heads, wo, x32, w6):
+    """solve --backward (issue 31): the gradients by torch.autograd, from their own stream."""
+    rs = np.random.RandomState(31)
+    g = np.round(rs.uniform(-1, 1, (2, 4)), 2)
+    save("g.npy", g)
+    g_concat = np.round(rs.uniform(-1, 1, (2, 6)), 2)
+    x3 = np.array([[1, 0, 2, 0], [0, 1, 0, 1], [2, 1, 0, 0]], dtype=np.int64)
+    g3 = np.round(rs.uniform(-1, 1, (3, 4)), 2)
+    split_bq = np.round(rs.uniform(-1, 1, 6), 2)
+    split_wo = np.round(rs.uniform(-1, 1, (6, 6)), 2)
+    split_bo = np.round(rs.uniform(-1, 1, 6), 2)
+    g6 = np.round(rs.uniform(-1, 1, (3, 6)), 2)
+    save("g6.npy", g6)
+    zeros3 = np.zeros(3)
+    split_heads = [(w6["q"][:, s], w6["k"][:, s], w6["v"][:, s])
+                   for s in (slice(0, 3), slice(3, 6))]
+    split_biases = [(split_bq[s], zeros3, zeros3) for s in (slice(0, 3), slice(3, 6))]
+    no_wo = ["--x", "x.npy", "--wq", "wq1.npy,wq2.npy", "--wk", "wk1.npy,wk2.npy",
+             "--wv", "wv1.npy,wv2.npy"]
+    two = no_wo + ["--wo", "wo.npy"]
+    three = ["--x", "x3.npy"] + two[2:]
+    pad3 = padding(3, [False, False, True])
+    cases = []
+    for kind, flag, opts in (("txt", ["--precision", "4"], {"precision": 4}),
+                             ("json", ["--json"], None)):
+        cases += [
+            ("backward", two + ["--backward", "--dz", "g.npy"] + flag,
+             (x, heads, wo, False, {"g": g}), kind, opts),
+            ("backward_causal_ones", two + ["--causal", "--backward"] + flag,
+             (x, heads, wo, False, {"mask": causal(2), "g": np.ones((2, 4))}), kind, opts),
+            ("backward_no_wo", no_wo + ["--backward", "--dz", inline(g_concat)] + flag,
+             (x, heads, None, False, {"g": g_concat}), kind, opts),
+            ("backward_causal_padding", three + ["--causal", "--padding", "[false,false,true]",
+                                                 "--backward", "--dz", inline(g3)] + flag,
+             (x3, heads, wo, False, {"mask": causal(3) + pad3, "g": g3}), kind, opts),
+        ]
+    # JSON only: dL/db_K is zero but for rounding noise (each row of dL/dS sums to 0), which
+    # torch and the library round differently, so it prints differently.
+    cases.append(
+        ("backward_split_biases", ["--x", "x32.npy", "--wq", "wq6.npy", "--wk", "wk6.npy",
+                                   "--wv", "wv6.npy", "--split", "2", "--wo",
+                                   inline(split_wo), "--bq", inline(split_bq), "--bo",
+                                   inline(split_bo), "--backward", "--dz", "g6.npy", "--json"],
+         (x32, split_heads, split_wo, False, {"biases": split_biases, "bo": split_bo,
+                                               "g": g6}), "json", None),
+    )
+    return cases
+
+
 # ---------------------------------------------------------------- exercise
 
-def draw(seed, tokens=2, dim=4, heads=2, dk=3, decimals=1):
-    """The exercise's matrices, in the CLI's documented draw order."""
+def draw(seed, tokens=2, dim=4, heads=2, dk=3, decimals=1, backward=False):
+    """The exercise's matrices, in the CLI's documented draw order (G last, with --backward)."""
     rs = np.random.RandomState(seed)
     x = rs.randint(0, 3, (tokens, dim)).astype(np.float64)
     w = lambda rows, cols: np.round(rs.uniform(-1, 1, (rows, cols)), decimals) + 0.0
     hs = [[w(dim, dk), w(dim, dk), w(dim, dk)] for _ in range(heads)]
     wo = w(heads * dk, dim)
-    return {"x": x.tolist(), "heads": [[m.tolist() for m in h] for h in hs], "wo": wo.tolist()}
+    drawn = {"x": x.tolist(), "heads": [[m.tolist() for m in h] for h in hs], "wo": wo.tolist()}
+    if backward:
+        drawn["g"] = w(tokens, dim).tolist()
+    return drawn
 
 
 def exercise_goldens():
@@ -402,6 +559,7 @@ def exercise_goldens():
     configs = {
         "seed7": {"seed": 7},
         "seed2026_wide": {"seed": 2026, "tokens": 3, "dim": 5, "heads": 3, "dk": 2, "decimals": 2},
+        "seed7_backward": {"seed": 7, "backward": True},
     }
     for name, cfg in configs.items():
         write(os.path.join(out, f"{name}.draws.json"), json.dumps(draw(**cfg), indent=1) + "\n")

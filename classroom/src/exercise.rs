@@ -5,10 +5,14 @@
 //! 1. `X = rs.randint(0, 3, (tokens, dim))`: small integers 0, 1, 2, easy by hand;
 //! 2. for each head in turn: `W_Q`, `W_K`, `W_V`, each `np.round(rs.uniform(-1, 1, (dim, dk)),
 //!    decimals)`;
-//! 3. `W_O = np.round(rs.uniform(-1, 1, (heads * dk, dim)), decimals)`.
+//! 3. `W_O = np.round(rs.uniform(-1, 1, (heads * dk, dim)), decimals)`;
+//! 4. with `--backward` only, `G = np.round(rs.uniform(-1, 1, (tokens, dim)), decimals)`, the
+//!    gradient `dL/d(Z W_O)` the backward parts start from (drawn last, so the other matrices
+//!    are the same with or without it).
 //!
-//! A rounded `-0.0` is written as `0.0` (and used as `+0.0`), as a teacher would write it.
+//! A rounded `-0.0` (in G too) is written as `0.0` (and used as `+0.0`), as a teacher would write it.
 
+use crate::backward;
 use crate::problem::Problem;
 use crate::solve::{combined_mask, labels, steps, Part};
 use attention_lab::np::{array_str, round, PrintOptions, RandomState};
@@ -67,6 +71,9 @@ pub struct Options {
     pub format: Format,
     /// Append the worked answer key.
     pub answers: bool,
+    /// Add the backward pass: G = dL/d(Z W_O) is drawn last, and parts (e) to (g) ask for
+    /// dL/dW_O, dL/dZ_i, dL/dA_i, dL/dS_i, dL/dQ_i, dL/dK_i, dL/dV_i and the projections'.
+    pub backward: bool,
     /// Write the sheet to FILE (whole or not at all, through a symlink, keeping its mode) instead of stdout.
     pub output: Option<String>,
     /// A class list (CSV with a column `id`, optionally `name`): a sheet and a key per student.
@@ -94,6 +101,7 @@ impl Default for Options {
             precision: 4,
             format: Format::Md,
             answers: false,
+            backward: false,
             output: None,
             roster: None,
             out: None,
@@ -199,6 +207,11 @@ pub fn draw(args: &Options, seed: u32) -> Result<Problem> {
         wv.push(weights(args.dim, args.dk)?);
     }
     let wo = weights(args.heads * args.dk, args.dim)?;
+    let g = if args.backward {
+        Some(weights(args.tokens, args.dim)?)
+    } else {
+        None
+    };
     Ok(Problem {
         x,
         wq,
@@ -206,6 +219,7 @@ pub fn draw(args: &Options, seed: u32) -> Result<Problem> {
         wv,
         wo,
         mask: sheet_mask(args)?,
+        g,
     })
 }
 
@@ -302,17 +316,36 @@ pub fn sheet(args: &Options, layout: &Layout) -> Result<String> {
         "W_O = {}",
         bmatrix_fixed(&problem.wo, args.decimals)
     )]));
+    if let Some(g) = &problem.g {
+        blocks.push(Block::Text(
+            "Backward pass: a loss $L$ computed from the layer's output has the gradient \
+             $G = \\partial L / \\partial (Z W_O)$:"
+                .into(),
+        ));
+        blocks.push(Block::Math(vec![format!(
+            "G = {}",
+            bmatrix_fixed(g, args.decimals)
+        )]));
+    }
     if layout.handout {
         // The tasks and the room to answer them start on a fresh page.
         blocks.push(Block::NewPage);
     }
     blocks.push(Block::Heading("Tasks".into()));
+    let then = if args.backward {
+        " Then work out its backward pass from $G$."
+    } else {
+        ""
+    };
     blocks.push(Block::Text(format!(
-        "Work out the layer's forward pass. Apply the softmax to each row separately, and \
-         give your results to {} decimal places.",
+        "Work out the layer's forward pass.{then} Apply the softmax to each row separately, \
+         and give your results to {} decimal places.",
         args.precision
     )));
-    let parts = part_texts(args);
+    let mut parts = part_texts(args).to_vec();
+    if args.backward {
+        parts.extend(backward::part_texts(problem.mask.is_some()));
+    }
     for (letter, text) in &parts {
         blocks.push(Block::Part(*letter, text.clone()));
         if layout.handout {
@@ -333,8 +366,10 @@ fn room_to_write(args: &Options, part: char) -> u32 {
     let rows = args.tokens as u32;
     let heads = args.heads as u32;
     let cm = match part {
-        // Q, K, V of each head; then S, A, Z of each head.
+        // Q, K, V of each head; then S, A, Z of each head; dA, dS; dQ ... dW_V.
         'a' | 'b' => 3 * heads * (rows + 1),
+        'f' => 2 * heads * (rows + 1),
+        'g' => 6 * heads * (rows + 1),
         _ => 2 * (rows + 1),
     };
     cm.clamp(3, 20)
@@ -444,22 +479,38 @@ fn answer_key(args: &Options, problem: &Problem, fixed: bool) -> Result<Vec<Bloc
         (Part::Concat, 'c'),
         (Part::Output, 'd'),
     ];
+    let shown = |m: &Array2<f64>| {
+        if fixed {
+            bmatrix_decimals(m, args.precision)
+        } else {
+            bmatrix_printed(m, &opts)
+        }
+    };
     for (part, letter) in letters {
         blocks.push(Block::Part(letter, String::new()));
         blocks.push(Block::Math(
             steps
                 .iter()
                 .filter(|s| s.part == part)
-                .map(|s| {
-                    let m = if fixed {
-                        bmatrix_decimals(s.matrix, args.precision)
-                    } else {
-                        bmatrix_printed(s.matrix, &opts)
-                    };
-                    format!("{} = {m}", s.tex)
-                })
+                .map(|s| format!("{} = {}", s.tex, shown(s.matrix)))
                 .collect(),
         ));
+    }
+    if let Some(grads) = problem.gradients(&out)? {
+        let steps = backward::steps(&grads, false);
+        for letter in ['e', 'f', 'g'] {
+            blocks.push(Block::Part(letter, String::new()));
+            blocks.push(Block::Math(
+                steps
+                    .iter()
+                    .filter(|s| backward::part_of(s.of) == Some(letter))
+                    .filter_map(|s| {
+                        let m = s.value.view().into_dimensionality::<ndarray::Ix2>().ok()?;
+                        Some(format!("{} = {}", s.tex, shown(&m.to_owned())))
+                    })
+                    .collect(),
+            ));
+        }
     }
     Ok(blocks)
 }

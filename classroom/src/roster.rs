@@ -4,6 +4,7 @@
 //! student's key cannot be rebuilt from an id. The seed is never printed on a sheet. The same
 //! roster, secret and options give the same files, byte for byte.
 
+use crate::backward::with_json;
 use crate::exercise::{draw, sheet, Format, Layout, Options};
 use crate::solve::{matrix_json, to_json};
 use crate::student::{read_roster, student_seed, Student};
@@ -131,7 +132,8 @@ fn tex_text(s: &str) -> String {
 /// The machine-readable key: the student, the options, the given matrices and, under
 /// `"solution"`, exactly what `solve --json` writes for them. A masked sheet's key also has
 /// `"causal"` and `"padding"` after `"precision"`, and `"mask"` (the matrix added to the
-/// scores, as in `solve --json`) after `"wo"`; an unmasked key has neither.
+/// scores, as in `solve --json`) after `"wo"`; an unmasked key has neither. A backward
+/// sheet's key has `"g"` after `"wo"` and the gradients under `"solution"`'s `"backward"`.
 fn key_json(args: &Options, student: &Student, seed: u32) -> Result<String> {
     let p = draw(args, seed)?;
     let out = p.solution()?;
@@ -150,10 +152,16 @@ fn key_json(args: &Options, student: &Student, seed: u32) -> Result<String> {
         ),
         None => (String::new(), String::new()),
     };
+    let mut solution = to_json(&out, p.mask.as_ref());
+    let mut g = String::new();
+    if let (Some(given), Some(grads)) = (&p.g, p.gradients(&out)?) {
+        g = format!("\"g\": {}, ", matrix_json(given));
+        solution = with_json(&solution, &grads);
+    }
     Ok(format!(
         "{{\"student\": {}, \"name\": {}, \"seed\": {seed}, \"tokens\": {}, \"dim\": {}, \
          \"heads\": {}, \"dk\": {}, \"decimals\": {}, \"precision\": {}, {options}\"x\": {}, \
-         \"wq\": {}, \"wk\": {}, \"wv\": {}, \"wo\": {}, {mask}\"solution\": {}}}\n",
+         \"wq\": {}, \"wk\": {}, \"wv\": {}, \"wo\": {}, {g}{mask}\"solution\": {solution}}}\n",
         string(&student.id),
         string(&student.name),
         args.tokens,
@@ -167,7 +175,6 @@ fn key_json(args: &Options, student: &Student, seed: u32) -> Result<String> {
         list(&p.wk),
         list(&p.wv),
         matrix_json(&p.wo),
-        to_json(&out, p.mask.as_ref())
     ))
 }
 

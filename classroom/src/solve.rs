@@ -1,6 +1,8 @@
 //! `attention-lab solve`: the worked solution of a multi-head self-attention problem, step by
 //! step as a NumPy worked example prints it, or every intermediate as JSON.
 
+use crate::backward::{self, Gradients};
+pub use crate::matrices::matrix_json;
 use crate::matrices::{mask, matrix, padding, split_list, vector};
 use attention_lab::np::{array_str, PrintOptions};
 use attention_lab::prelude::{
@@ -67,6 +69,13 @@ pub struct Options {
     pub bv: Vec<String>,
     /// The output bias b_O: output = Z W_O + b_O (needs --wo).
     pub bo: Option<String>,
+    /// After the forward steps, the backward pass: every gradient from G = dL/d(output)
+    /// back to W_O, each head's scores, weights, Q, K, V, W_Q, W_K, W_V and X.
+    pub backward: bool,
+    /// G = dL/d(output) for --backward: tokens x the output's width (W_O's columns, or the
+    /// concatenation's without --wo). Ones (L = the sum of the outputs) when not given;
+    /// giving it implies --backward.
+    pub dz: Option<String>,
 }
 
 impl Default for Options {
@@ -91,6 +100,8 @@ impl Default for Options {
             bk: Vec::new(),
             bv: Vec::new(),
             bo: None,
+            backward: false,
+            dz: None,
         }
     }
 }
@@ -157,15 +168,35 @@ fn solve(args: &Options) -> Result<String> {
     let out = layer
         .forward_cross(&x, &key, &value, &Attend::new().mask(mask.as_ref()))
         .map_err(|e| Error::Input(e.to_string()))?;
+    let grads = if args.backward || args.dz.is_some() {
+        if args.kv.is_some() {
+            return Err(Error::at(
+                "--backward",
+                "not with --kv: the backward pass is self-attention's (X feeds Q, K and V)",
+            ));
+        }
+        let dresult = backward::upstream(args.dz.as_deref(), &out)?;
+        Some(Gradients::new(&layer, &x, &out, dresult)?)
+    } else {
+        None
+    };
     if args.json {
-        return Ok(format!("{}\n", to_json(&out, mask.as_ref())));
+        let forward = to_json(&out, mask.as_ref());
+        return Ok(match &grads {
+            None => format!("{forward}\n"),
+            Some(g) => format!("{}\n", backward::with_json(&forward, g)),
+        });
     }
     let opts = PrintOptions {
         precision: args.precision,
         suppress: args.suppress,
         ..PrintOptions::NUMPY
     };
-    Ok(print_steps(&out, mask.as_ref(), &opts))
+    let mut text = print_steps(&out, mask.as_ref(), &opts);
+    if let Some(g) = &grads {
+        text.push_str(&backward::print_steps(g, layer.bo().is_some(), &opts));
+    }
+    Ok(text)
 }
 
 /// The mask of a problem from its parts, all of them applied (blocked where any blocks):
@@ -590,25 +621,4 @@ pub fn to_json(out: &MultiHeadOutput, mask: Option<&Mask>) -> String {
         heads.join(", "),
         matrix_json(&out.concat)
     )
-}
-
-/// Rows of numbers, `[[1.0, 2.5], [3.0, 4.0]]`; serde_json writes the shortest digits that
-/// round-trip. JSON has no NaN or infinity, so those become the strings "NaN", "Infinity"
-/// and "-Infinity" (the names Python's json module prints bare).
-pub fn matrix_json(m: &Array2<f64>) -> String {
-    let number = |x: f64| match serde_json::Number::from_f64(x) {
-        Some(n) => n.to_string(),
-        None if x.is_nan() => "\"NaN\"".into(),
-        None if x > 0.0 => "\"Infinity\"".into(),
-        None => "\"-Infinity\"".into(),
-    };
-    let rows: Vec<String> = m
-        .rows()
-        .into_iter()
-        .map(|row| {
-            let numbers: Vec<String> = row.iter().map(|&x| number(x)).collect();
-            format!("[{}]", numbers.join(", "))
-        })
-        .collect();
-    format!("[{}]", rows.join(", "))
 }

@@ -31,6 +31,8 @@ pub struct Key {
     pub wo: M,
     /// A masked sheet's mask, the matrix added to the scores (`"mask"` in the key).
     pub mask: Option<M>,
+    /// A backward sheet's `G = dL/d(Z W_O)` (`"g"` in the key).
+    pub g: Option<M>,
 }
 
 /// A field of a JSON object, named in the error.
@@ -86,6 +88,10 @@ impl Key {
                 .get("mask")
                 .map(|_| json_matrix_field(&json, "mask"))
                 .transpose()?,
+            g: json
+                .get("g")
+                .map(|_| json_matrix_field(&json, "g"))
+                .transpose()?,
         };
         key.solution()?;
         Ok(key)
@@ -96,6 +102,11 @@ impl Key {
     /// # Errors
     /// The library's shape message when the key's matrices do not fit together.
     pub fn solution(&self) -> Result<MultiHeadOutput> {
+        self.problem().solution()
+    }
+
+    /// The key's problem: its matrices, mask and `G`.
+    pub fn problem(&self) -> Problem {
         Problem {
             x: self.x.clone(),
             wq: self.wq.clone(),
@@ -103,8 +114,8 @@ impl Key {
             wv: self.wv.clone(),
             wo: self.wo.clone(),
             mask: self.mask.clone().map(Mask::additive_from),
+            g: self.g.clone(),
         }
-        .solution()
     }
 }
 
@@ -115,6 +126,54 @@ pub struct Submission {
     pub student: String,
     /// The answers.
     pub answers: MultiHeadOutput,
+    /// The backward pass's answers, when handed in (`"backward"`).
+    pub backward: Option<BackwardAnswers>,
+}
+
+/// A submission's backward pass, in `solve --backward --json`'s layout: `"backward":
+/// {"dwo": ..., "heads": [{"dz", "dweights", "dscores", "dq", "dk", "dv", "dwq", "dwk",
+/// "dwv"}, ...]}` (other keys, such as `"dconcat"`, are not read). As `.npy` files:
+/// `dwo.npy` and `NAME_i.npy` for each head.
+#[derive(Debug, Clone)]
+pub struct BackwardAnswers {
+    /// `dL/dW_O`.
+    pub dwo: M,
+    /// Each head's gradients, in the order of [`BACKWARD_FIELDS`].
+    pub heads: Vec<Vec<M>>,
+}
+
+/// The names of a head's backward answers (JSON keys; `NAME_i.npy` files), in the order a
+/// student works them out.
+pub const BACKWARD_FIELDS: [&str; 9] = [
+    "dz", "dweights", "dscores", "dq", "dk", "dv", "dwq", "dwk", "dwv",
+];
+
+/// The `"backward"` object of a JSON submission, if any.
+fn backward_json(json: &Value) -> Result<Option<BackwardAnswers>> {
+    let Some(back) = json.get("backward") else {
+        return Ok(None);
+    };
+    let at = |e: Error| problem!("\"backward\": {e}");
+    let heads = field(back, "heads")
+        .map_err(at)?
+        .as_array()
+        .ok_or("\"backward\": \"heads\": expected a list, one object per head")?
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            BACKWARD_FIELDS
+                .iter()
+                .map(|f| {
+                    json_matrix_field(h, f)
+                        .map_err(|e| problem!("\"backward\": head {}: {e}", i + 1))
+                })
+                .collect::<Result<Vec<M>>>()
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Some(BackwardAnswers {
+        dwo: json_matrix_field(back, "dwo").map_err(at)?,
+        heads,
+    }))
 }
 
 /// The names of a head's six matrices in a submission (JSON keys; `NAME_i.npy` files).
@@ -175,6 +234,7 @@ impl Submission {
                 concat: json_matrix_field(&json, "concat")?,
                 output: Some(json_matrix_field(&json, "output")?),
             },
+            backward: backward_json(&json)?,
         })
     }
 
@@ -210,6 +270,22 @@ impl Submission {
                 .collect::<Result<Vec<M>>>()?;
             heads.push(head_from(ms));
         }
+        let backward = if dir.join("dwo.npy").exists() {
+            let heads = (1..=heads.len())
+                .map(|i| {
+                    BACKWARD_FIELDS
+                        .iter()
+                        .map(|f| read(&format!("{f}_{i}")))
+                        .collect::<Result<Vec<M>>>()
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Some(BackwardAnswers {
+                dwo: read("dwo")?,
+                heads,
+            })
+        } else {
+            None
+        };
         Ok(Submission {
             student: dir
                 .file_name()
@@ -220,6 +296,7 @@ impl Submission {
                 concat: read("concat")?,
                 output: Some(read("output")?),
             },
+            backward,
         })
     }
 

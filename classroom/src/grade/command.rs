@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::answers::{stem, Key, Submission};
 use super::mark::{grade, grade_solved, Mark, Verdict};
-use super::report::{feedback, mistake_codes, part_columns, part_points, points};
+use super::report::{backward_columns, feedback, mistake_codes, part_columns, part_points, points};
 use attention_lab::prelude::MultiHeadOutput;
 
 /// What `grade` marks: the keys, the submissions, and where the gradebook goes.
@@ -263,7 +263,16 @@ fn grade_one(keys: &Keys, others: &[(Key, MultiHeadOutput)], found: &Found) -> O
 /// The gradebook: `student,name,a1..,b1..,c,d,total,max,mistakes`.
 fn gradebook(outcomes: &[Outcome]) -> Result<String> {
     let heads = outcomes.iter().map(|o| o.heads).max().unwrap_or(0);
-    let columns = part_columns(heads);
+    let mut columns = part_columns(heads);
+    // A backward sheet's columns, when some submission was graded on one.
+    let backward = |o: &Outcome| {
+        o.result
+            .as_ref()
+            .is_ok_and(|marks| marks.iter().any(|m| m.part == "e"))
+    };
+    if outcomes.iter().any(backward) {
+        columns.extend(backward_columns(heads));
+    }
     let mut csv = csv::WriterBuilder::new()
         .terminator(csv::Terminator::Any(b'\n'))
         .from_writer(Vec::new());
@@ -277,7 +286,10 @@ fn gradebook(outcomes: &[Outcome]) -> Result<String> {
         match &o.result {
             Ok(marks) => {
                 let got = part_points(marks, &columns);
-                let mine = part_columns(o.heads);
+                let mut mine = part_columns(o.heads);
+                if backward(o) {
+                    mine.extend(backward_columns(o.heads));
+                }
                 row.extend(columns.iter().zip(&got).map(|(c, &g)| {
                     if mine.contains(c) {
                         points(g)

@@ -34,6 +34,14 @@ pub enum Mistake {
     EarlyRounding(usize),
     /// On a masked sheet, the scores without the mask added: a blocked key keeps its score.
     ForgotMask,
+    /// Backward: softmax's Jacobian without its second term, `dS = A * dA` instead of
+    /// `A * (dA - rowsum(A * dA))`.
+    JacobianDiagonalOnly,
+    /// Backward: a product transposed, e.g. `V dZ^T` instead of `dZ V^T`; the detail says
+    /// which was computed.
+    Transposed(&'static str),
+    /// Backward: the `1 / sqrt(d_k)` of the forward pass forgotten, `dQ = dS K`.
+    BackwardNoSqrtDk,
 }
 
 impl Mistake {
@@ -51,6 +59,9 @@ impl Mistake {
             Mistake::NoOutputProjection => "no-wo",
             Mistake::EarlyRounding(_) => "early-rounding",
             Mistake::ForgotMask => "forgot-mask",
+            Mistake::JacobianDiagonalOnly => "jacobian-diagonal",
+            Mistake::Transposed(_) => "transposed",
+            Mistake::BackwardNoSqrtDk => "backward-no-sqrt-dk",
         }
     }
 
@@ -83,6 +94,19 @@ impl Mistake {
             Mistake::ForgotMask => {
                 "the mask was not added to the scores (a blocked key's score is -inf, and its \
                  weight 0)"
+                    .into()
+            }
+            Mistake::JacobianDiagonalOnly => {
+                "softmax's Jacobian lost its second term: dS = A * dA, not \
+                 A * (dA - rowsum(A * dA)) (each weight also depends on the row's other scores)"
+                    .into()
+            }
+            Mistake::Transposed(what) => {
+                format!("a product was transposed: {what}")
+            }
+            Mistake::BackwardNoSqrtDk => {
+                "the backward pass forgot the 1/sqrt(d_k) of the scores (dQ = dS K / sqrt(d_k), \
+                 dK = dS^T Q / sqrt(d_k))"
                     .into()
             }
         }
@@ -127,7 +151,7 @@ pub struct Mark {
 }
 
 /// Every number of `a` within `tol` of `b`'s; NaN matches NaN and an infinity itself.
-fn close(a: &M, b: &M, tol: f64) -> bool {
+pub(super) fn close(a: &M, b: &M, tol: f64) -> bool {
     a.dim() == b.dim()
         && a.iter().zip(b).all(|(&x, &y)| {
             if x.is_nan() || y.is_nan() {
@@ -142,15 +166,15 @@ fn close(a: &M, b: &M, tol: f64) -> bool {
 }
 
 /// A step of the forward pass from its inputs; `None` when their shapes do not fit.
-type StepFn = fn(&[&M]) -> Option<M>;
+pub(super) type StepFn = fn(&[&M]) -> Option<M>;
 /// A step redone with a mistake; gets the student's answer too (for the order of heads).
-type MistakeFn = fn(&[&M], &M) -> Option<M>;
+pub(super) type MistakeFn = fn(&[&M], &M) -> Option<M>;
 
-fn product(i: &[&M]) -> Option<M> {
+pub(super) fn product(i: &[&M]) -> Option<M> {
     (i[0].ncols() == i[1].nrows()).then(|| i[0].dot(i[1]))
 }
 
-fn sqrt_dk(k: &M) -> f64 {
+pub(super) fn sqrt_dk(k: &M) -> f64 {
     (k.ncols() as f64).sqrt()
 }
 
@@ -261,19 +285,19 @@ const OUTPUT_MISTAKES: [(Mistake, MistakeFn); 2] = [
 ];
 
 /// One step to judge.
-struct Check<'a> {
-    part: String,
-    matrix: String,
-    inputs: String,
-    answer: &'a M,
-    reference: &'a M,
+pub(super) struct Check<'a> {
+    pub(super) part: String,
+    pub(super) matrix: String,
+    pub(super) inputs: String,
+    pub(super) answer: &'a M,
+    pub(super) reference: &'a M,
     /// The student's own inputs to the step, and whether all of them were right.
-    own: Vec<&'a M>,
-    own_right: bool,
+    pub(super) own: Vec<&'a M>,
+    pub(super) own_right: bool,
     /// The key's inputs to the step.
-    given: Vec<&'a M>,
-    step: StepFn,
-    mistakes: &'a [(Mistake, MistakeFn)],
+    pub(super) given: Vec<&'a M>,
+    pub(super) step: StepFn,
+    pub(super) mistakes: &'a [(Mistake, MistakeFn)],
 }
 
 fn judge(c: &Check<'_>, precision: usize) -> Verdict {
@@ -311,7 +335,7 @@ fn judge(c: &Check<'_>, precision: usize) -> Verdict {
 
 impl Check<'_> {
     /// Judges the step and makes its mark.
-    fn mark(self, precision: usize) -> Mark {
+    pub(super) fn mark(self, precision: usize) -> Mark {
         let verdict = judge(&self, precision);
         Mark {
             part: self.part,
@@ -465,6 +489,8 @@ pub fn grade_solved(key: &Key, solution: &MultiHeadOutput, sub: &Submission) -> 
         }
         .mark(p),
     );
+    let backward = super::backward::grade_backward(key, solution, sub, &marks)?;
+    marks.extend(backward);
     Ok(marks)
 }
 

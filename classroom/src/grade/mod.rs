@@ -11,19 +11,24 @@
 //! [`Mistake`] is applied to the step (on the student's inputs and on the key's) and the
 //! first that reproduces the answer is named; when none does, the feedback says so.
 //!
-//! Modules: `answers` (a key and a submission, as read), `mark` (the judging of each matrix),
+//! A `--backward` sheet's key has `G`; its submissions answer the backward parts too (under
+//! `"backward"`), judged the same way: (e) `dW_O` and each `dZ_i`, (f) each head's `dA_i` and
+//! `dS_i`, (g) each head's `dQ_i`, `dK_i`, `dV_i` and `dW_Q`, `dW_K`, `dW_V`.
+//!
+//! Modules: `answers` (a key and a submission, as read), `mark` (the judging of each matrix), `backward` (of the backward parts),
 //! `report` (points, columns and feedback from the marks) and `command` (the command: keys
 //! and submissions found, graded, written).
 
 mod answers;
+mod backward;
 mod command;
 mod mark;
 mod report;
 
-pub use answers::{Key, Submission};
+pub use answers::{BackwardAnswers, Key, Submission, BACKWARD_FIELDS};
 pub use command::{run, Options};
 pub use mark::{grade, Mark, Mistake, Verdict};
-pub use report::{feedback, part_columns, part_points};
+pub use report::{backward_columns, feedback, part_columns, part_points};
 
 /// A matrix of the sheet.
 type M = ndarray::Array2<f64>;

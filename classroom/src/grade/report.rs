@@ -13,6 +13,19 @@ pub fn part_columns(heads: usize) -> Vec<String> {
     cols
 }
 
+/// The gradebook's columns of a backward sheet's parts, after `d`: `e, f1..fH, g1..gH`.
+///
+/// ```
+/// use attention_lab_classroom::grade::backward_columns;
+/// assert_eq!(backward_columns(2), ["e", "f1", "f2", "g1", "g2"]);
+/// ```
+pub fn backward_columns(heads: usize) -> Vec<String> {
+    let mut cols = vec!["e".to_string()];
+    cols.extend((1..=heads).map(|i| format!("f{i}")));
+    cols.extend((1..=heads).map(|i| format!("g{i}")));
+    cols
+}
+
 /// Points as the gradebook writes them: `3`, `2.5`.
 pub(super) fn points(x: f64) -> String {
     if x.fract() == 0.0 {
@@ -63,7 +76,10 @@ pub fn feedback(student: &str, name: &str, key: &Key, marks: &[Mark]) -> String 
         marks.len(),
         format_tolerance(key.precision)
     );
-    let columns = part_columns(key.wq.len());
+    let mut columns = part_columns(key.wq.len());
+    if key.g.is_some() {
+        columns.extend(backward_columns(key.wq.len()));
+    }
     for column in &columns {
         let in_part: Vec<&Mark> = marks.iter().filter(|m| &m.part == column).collect();
         let got: f64 = in_part.iter().map(|m| m.verdict.points()).sum();

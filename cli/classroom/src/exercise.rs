@@ -10,8 +10,9 @@ use clap::{Args, ValueEnum};
     attention-lab exercise --seed 7 --answers --format tex --output sheet.tex && pdflatex sheet.tex\n\n\
     Draw order from np.random.RandomState(SEED): X = randint(0, 3, (TOKENS, DIM)); then per\n\
     head W_Q, W_K, W_V = round(uniform(-1, 1, (DIM, DK)), DECIMALS); then\n\
-    W_O = round(uniform(-1, 1, (HEADS * DK, DIM)), DECIMALS). The same seed and options\n\
-    always give the same sheet, byte for byte.\n\n\
+    W_O = round(uniform(-1, 1, (HEADS * DK, DIM)), DECIMALS); with --backward last\n\
+    G = round(uniform(-1, 1, (TOKENS, DIM)), DECIMALS). The same seed and options always\n\
+    give the same sheet, byte for byte.\n\n\
     A decoder's sheet (a causal mask, the last token padding; the key has the masked steps):\n  \
     attention-lab exercise --seed 7 --tokens 3 --causal --padding 1 --answers\n\n\
     A class (a sheet and a key per student; the seeds come from each id and the secret):\n  \
@@ -57,6 +58,10 @@ pub struct ExerciseArgs {
     /// Append the worked answer key.
     #[arg(long)]
     pub answers: bool,
+    /// Add the backward pass: G = dL/d(Z W_O) is drawn last, and parts (e) to (g) ask for
+    /// dL/dW_O, dL/dZ_i, dL/dA_i, dL/dS_i, dL/dQ_i, dL/dK_i, dL/dV_i and the projections'.
+    #[arg(long)]
+    pub backward: bool,
     /// Write the sheet to FILE (whole or not at all, through a symlink, keeping its mode) instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output: Option<String>,
@@ -111,6 +116,7 @@ impl From<ExerciseArgs> for Options {
             precision,
             format,
             answers,
+            backward,
             output,
             roster,
             out,
@@ -130,6 +136,7 @@ impl From<ExerciseArgs> for Options {
             precision,
             format,
             answers,
+            backward,
             output,
             roster,
             out,

@@ -17,7 +17,10 @@ use clap::{Args, ValueEnum};
     Masked, cross-attention and biases (a blocked score is -inf, a fully masked row gets zero\n\
     weights; --mask booleans mean blocked where true, as nn.MultiheadAttention):\n  \
     attention-lab solve --x dec.npy --kv enc.npy --wq q.npy --wk k.npy --wv v.npy \\\n      \
-    --padding '[false,false,true]' --bq '[0.1,0.2]' --wo wo.npy --bo '[0,1]'"
+    --padding '[false,false,true]' --bq '[0.1,0.2]' --wo wo.npy --bo '[0,1]'\n\n\
+    The backward pass (masks and biases as forward; not with --kv), G = dL/d(output):\n  \
+    attention-lab solve --x x.npy --wq q.npy --wk k.npy --wv v.npy --wo wo.npy --causal \\\n      \
+    --backward --dz '[[1,0,0,0],[0,0,0,1]]'"
 )]
 pub struct SolveArgs {
     /// The input X, one row per token.
@@ -79,6 +82,14 @@ pub struct SolveArgs {
     /// The output bias b_O: output = Z W_O + b_O (needs --wo).
     #[arg(long, value_name = "B", requires = "wo")]
     pub bo: Option<String>,
+    /// After the forward steps, the backward pass: every gradient from G = dL/d(output)
+    /// back to W_O, each head's scores, weights, Q, K, V, W_Q, W_K, W_V and X.
+    #[arg(long)]
+    pub backward: bool,
+    /// G = dL/d(output) for --backward: tokens x the output's width (W_O's columns, or the
+    /// concatenation's without --wo). Ones (L = the sum of the outputs) when not given.
+    #[arg(long, value_name = "G", requires = "backward")]
+    pub dz: Option<String>,
 }
 
 /// The `--softmax` choices.
@@ -120,6 +131,8 @@ impl From<SolveArgs> for Options {
             bk,
             bv,
             bo,
+            backward,
+            dz,
         } = args;
         let softmax = softmax.into();
         Options {
@@ -141,6 +154,8 @@ impl From<SolveArgs> for Options {
             bk,
             bv,
             bo,
+            backward,
+            dz,
         }
     }
 }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use tools_common::{assert_help_has_example, data, fails, run, usage_error};
 
 /// The stored sheets: file name and the options after `exercise`.
-const SHEETS: [(&str, &[&str]); 6] = [
+const SHEETS: [(&str, &[&str]); 8] = [
     ("seed7.md", &["--seed", "7"]),
     ("seed7_answers.md", &["--seed", "7", "--answers"]),
     (
@@ -40,6 +40,14 @@ const SHEETS: [(&str, &[&str]); 6] = [
     (
         "seed7_causal_answers.md",
         &["--seed", "7", "--causal", "--answers"],
+    ),
+    (
+        "seed7_backward_answers.md",
+        &["--seed", "7", "--backward", "--answers"],
+    ),
+    (
+        "seed7_causal_backward_answers.md",
+        &["--seed", "7", "--causal", "--backward", "--answers"],
     ),
     (
         "seed2026_wide_decoder_answers.tex",
@@ -434,4 +442,60 @@ fn exercise_reports_bad_input_in_one_line() {
 #[test]
 fn exercise_help_has_an_example() {
     assert_help_has_example("exercise");
+}
+
+/// A backward sheet: the same draws as without --backward, then NumPy's G; its key's
+/// gradients are `solve --backward --dz G`'s, to the printed 4 decimals.
+#[test]
+fn exercise_backward_sheet_draws_g_last_and_its_key_equals_solve_backward() {
+    let numpy = draws("seed7_backward.draws.json");
+    let plain = draws("seed7.draws.json");
+    for key in ["x", "heads", "wo"] {
+        assert_eq!(numpy[key], plain[key], "{key}: G is drawn last");
+    }
+    for (sheet, mask) in [
+        ("seed7_backward_answers.md", None),
+        ("seed7_causal_backward_answers.md", Some("--causal")),
+    ] {
+        let args = SHEETS.iter().find(|(n, _)| *n == sheet).unwrap().1;
+        let (given, key) = sheet_parts(&exercise(args));
+        assert_eq!(numbers(&given["G"]), json_matrix(&numpy["g"]), "{sheet}: G");
+        let g = numpy["g"].to_string();
+        let mut extra = vec!["--backward", "--dz", &g, "--json"];
+        extra.extend(mask);
+        let r = run(&data("exercise"), &solve_args(&numpy, &extra));
+        assert_eq!(r.status, 0, "{}", r.stderr);
+        let solved: Value = serde_json::from_str(&r.stdout).unwrap();
+        let back = &solved["backward"];
+        let mut names = vec![
+            ("\\partial L / \\partial W_O".to_string(), &back["dwo"]),
+            ("\\partial L / \\partial Z".to_string(), &back["dconcat"]),
+        ];
+        for (n, h) in back["heads"].as_array().unwrap().iter().enumerate() {
+            let i = n + 1;
+            for (field, name) in [
+                ("dz", format!("Z_{i}")),
+                ("dweights", format!("A_{i}")),
+                ("dscores", format!("S_{i}")),
+                ("dq", format!("Q_{i}")),
+                ("dk", format!("K_{i}")),
+                ("dv", format!("V_{i}")),
+                ("dwq", format!("W_Q^{{({i})}}")),
+                ("dwk", format!("W_K^{{({i})}}")),
+                ("dwv", format!("W_V^{{({i})}}")),
+            ] {
+                names.push((format!("\\partial L / \\partial {name}"), &h[field]));
+            }
+        }
+        for (name, want) in names {
+            let shown = numbers(key.get(&name).unwrap_or_else(|| panic!("{sheet}: {name}")));
+            let want = json_matrix(want);
+            for (a, b) in shown.iter().flatten().zip(want.iter().flatten()) {
+                assert!(
+                    (a - b).abs() <= 0.5e-4 + 1e-12,
+                    "{sheet}: {name}: {a} vs {b}"
+                );
+            }
+        }
+    }
 }

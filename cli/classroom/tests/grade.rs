@@ -943,3 +943,103 @@ fn malformed_submissions_are_one_line_each_and_the_rest_are_graded() {
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The JSON value of a matrix.
+fn json_of(m: &Array2<f64>) -> Value {
+    serde_json::to_value(m.outer_iter().map(|r| r.to_vec()).collect::<Vec<_>>()).unwrap()
+}
+
+/// A backward sheet (issue 31): the key's own solution, handed in, gets full marks; each
+/// backward mistake planted in it (softmax's Jacobian without its second term, a transposed
+/// product, the 1/sqrt(d_k) forgotten) is named, the later steps carried forward.
+#[test]
+fn each_planted_backward_mistake_is_named() {
+    for options in [&["--backward"][..], &["--backward", "--causal"][..]] {
+        let dir = temp_dir(&format!("backward-{}", options.len()));
+        let class = make_class(&dir, "id\nann\n", "backward secret", options);
+        let (key, json) = read_key(&class.join("keys/ann.json"));
+        let mut right = json["solution"].clone();
+        right["student"] = Value::from("ann");
+        std::fs::write(dir.join("ann.json"), right.to_string()).unwrap();
+        let r = grade(&dir, "class/keys", &["ann.json"]);
+        assert_eq!(r.status, 0, "{}", r.stderr);
+        let marks = row(&dir, "ann");
+        // 14 forward matrices; dW_O, 2 dZ_i, 2 x (dA, dS), 2 x (dQ, dK, dV, 3 dW).
+        assert_eq!(
+            (marks["total"].as_str(), marks["max"].as_str()),
+            ("33", "33")
+        );
+        assert_eq!((marks["e"].as_str(), marks["g2"].as_str()), ("3", "6"));
+
+        let head = |h: usize, name: &str| matrix(&right["backward"]["heads"][h][name]);
+        let forward = |h: usize, name: &str| matrix(&right["heads"][h][name]);
+        let sqrt_dk = (forward(0, "k").ncols() as f64).sqrt();
+        // (matrix to replace, its new value, later matrices redone from it, code, words)
+        type Plant = (usize, &'static str, Array2<f64>, &'static str, &'static str);
+        let plants: Vec<Plant> = vec![
+            (
+                0,
+                "dscores",
+                forward(0, "weights") * head(0, "dweights"),
+                "dS_1:jacobian-diagonal",
+                "Jacobian lost its second term",
+            ),
+            (
+                1,
+                "dweights",
+                forward(1, "v").dot(&head(1, "dz").t()),
+                "dA_2:transposed",
+                "V dZ^T instead of dZ V^T",
+            ),
+            (
+                0,
+                "dq",
+                head(0, "dscores").dot(&forward(0, "k")),
+                "dQ_1:backward-no-sqrt-dk",
+                "forgot the 1/sqrt(d_k)",
+            ),
+            (
+                1,
+                "dwq",
+                head(1, "dq").t().dot(&key.x),
+                "dW_Q^(2):transposed",
+                "dQ^T X instead of X^T dQ",
+            ),
+        ];
+        for (h, name, value, code, words) in plants {
+            let mut planted = right.clone();
+            planted["backward"]["heads"][h][name] = json_of(&value);
+            if name == "dscores" {
+                // Every later step done right on the wrong dS: carried forward.
+                let dq = value.dot(&forward(h, "k")) / sqrt_dk;
+                let dk = value.t().dot(&forward(h, "q")) / sqrt_dk;
+                planted["backward"]["heads"][h]["dq"] = json_of(&dq);
+                planted["backward"]["heads"][h]["dk"] = json_of(&dk);
+                planted["backward"]["heads"][h]["dwq"] = json_of(&key.x.t().dot(&dq));
+                planted["backward"]["heads"][h]["dwk"] = json_of(&key.x.t().dot(&dk));
+            }
+            std::fs::write(dir.join("ann.json"), planted.to_string()).unwrap();
+            let r = grade(&dir, "class/keys", &["ann.json"]);
+            assert_eq!(r.status, 0, "{code}: {}", r.stderr);
+            let marks = row(&dir, "ann");
+            assert_eq!(marks["mistakes"], code, "{options:?}");
+            let feedback = std::fs::read_to_string(dir.join("marks/feedback/ann.txt")).unwrap();
+            assert!(feedback.contains(words), "{code}: {feedback}");
+            if name == "dscores" {
+                assert!(feedback.contains("carried forward"), "{feedback}");
+                // dS_1 0; dQ_1, dK_1, dW_Q^(1), dW_K^(1) half each.
+                assert_eq!(marks["total"], "30", "{marks:?}");
+            } else {
+                assert_eq!(marks["total"], "32", "{marks:?}");
+            }
+        }
+        // A backward sheet's submission without its backward pass is not graded.
+        let mut missing = right.clone();
+        missing.as_object_mut().unwrap().remove("backward");
+        std::fs::write(dir.join("ann.json"), missing.to_string()).unwrap();
+        let r = grade(&dir, "class/keys", &["ann.json"]);
+        assert_eq!(r.status, 1, "{}", r.stderr);
+        assert!(r.stderr.contains("\"backward\" is missing"), "{}", r.stderr);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

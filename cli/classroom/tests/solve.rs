@@ -64,25 +64,28 @@ fn solve_json_matches_numpy_to_1e_12() {
     }
 }
 
+/// `solve --json` of one token and one head of one column, then `extra` flags.
+fn tiny_json(extra: &[&str]) -> String {
+    let mut args = vec![
+        "solve",
+        "--x",
+        "[[1,0]]",
+        "--wq",
+        "[[1],[0]]",
+        "--wk",
+        "[[1],[0]]",
+        "--wv",
+        "[[2],[3]]",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    run(&data("solve"), &args).stdout
+}
+
 #[test]
 fn solve_json_keeps_the_documented_key_order() {
-    let r = run(
-        &data("solve"),
-        &[
-            "solve",
-            "--x",
-            "[[1,0]]",
-            "--wq",
-            "[[1],[0]]",
-            "--wk",
-            "[[1],[0]]",
-            "--wv",
-            "[[2],[3]]",
-            "--json",
-        ],
-    );
     assert_eq!(
-        r.stdout,
+        tiny_json(&[]),
         "{\"heads\": [{\"q\": [[1.0]], \"k\": [[1.0]], \"v\": [[2.0]], \"scores\": [[1.0]], \
          \"weights\": [[1.0]], \"z\": [[2.0]]}], \"concat\": [[2.0]], \"output\": null}\n"
     );
@@ -354,5 +357,49 @@ fn solve_refuses_scores_that_cannot_fit_in_memory() {
     assert_eq!(
         fails(dir.path(), &args),
         "error: scores (Q K^T) would be 1000000x1000000, 8000000000000 bytes: more than memory can hold"
+    );
+}
+
+#[test]
+fn solve_backward_reports_bad_input_in_one_line() {
+    let dir = data("solve");
+    let expected: Vec<(Vec<&str>, &str)> = vec![
+        (
+            two(&["--wo", "wo.npy", "--backward", "--dz", "[[1,2],[3,4]]"]),
+            "error: --dz: G is 2x2 but the output Z W_O is 2x4 (G is dL/d(output): one row per \
+             token, one column per output)",
+        ),
+        (
+            two(&["--backward", "--dz", "g.npy"]),
+            "error: --dz: G is 2x4 but the concatenation Z (no --wo) is 2x6 (G is dL/d(output): \
+             one row per token, one column per output)",
+        ),
+        (
+            two(&["--backward", "--dz", "x3d.npy"]),
+            "error: --dz: x3d.npy: expected a 2-D matrix, got shape (2, 2, 2)",
+        ),
+        (
+            cross(&["--kv", "memory_k.npy,memory_v.npy", "--backward"]),
+            "error: --backward: not with --kv: the backward pass is self-attention's (X feeds \
+             Q, K and V)",
+        ),
+    ];
+    for (args, message) in expected {
+        assert_eq!(fails(&dir, &args), message, "{args:?}");
+    }
+    // --dz is G of the backward pass: without --backward clap refuses it.
+    assert!(usage_error(&dir, &two(&["--dz", "g.npy"])).contains("--backward"));
+}
+
+#[test]
+fn solve_backward_json_adds_the_gradients_last() {
+    assert_eq!(
+        tiny_json(&["--backward"]),
+        "{\"heads\": [{\"q\": [[1.0]], \"k\": [[1.0]], \"v\": [[2.0]], \"scores\": [[1.0]], \
+         \"weights\": [[1.0]], \"z\": [[2.0]]}], \"concat\": [[2.0]], \"output\": null, \
+         \"backward\": {\"dresult\": [[1.0]], \"dconcat\": [[1.0]], \"dwo\": null, \"heads\": \
+         [{\"dz\": [[1.0]], \"dweights\": [[2.0]], \"dscores\": [[0.0]], \"dq\": [[0.0]], \
+         \"dk\": [[0.0]], \"dv\": [[1.0]], \"dwq\": [[0.0], [0.0]], \"dwk\": [[0.0], [0.0]], \
+         \"dwv\": [[1.0], [0.0]]}], \"dx\": [[2.0, 3.0]]}}\n"
     );
 }
