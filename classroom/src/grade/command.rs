@@ -7,8 +7,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::answers::{stem, Key, Submission};
-use super::mark::{grade, grade_solved, Mark, Verdict};
+use super::mark::{Mark, Verdict};
 use super::report::{backward_columns, feedback, mistake_codes, part_columns, part_points, points};
+use super::sheet::{grade, grade_solved};
 use attention_lab::prelude::MultiHeadOutput;
 
 /// What `grade` marks: the keys, the submissions, and where the gradebook goes.

@@ -352,20 +352,16 @@ fn with_mask<'m>(mut inputs: Vec<&'m M>, mask: Option<&'m M>) -> Vec<&'m M> {
     inputs
 }
 
-/// Judges every matrix of `sub` against `key`, in the order a student works.
-///
-/// # Errors
-/// The key's shape message, or the submission's first wrong shape.
-pub fn grade(key: &Key, sub: &Submission) -> Result<Vec<Mark>> {
-    grade_solved(key, &key.solution()?, sub)
-}
-
-/// [`grade`] with the key's solution already computed (`key.solution()`): a class's keys are
-/// solved once, not once for each submission they are tried against.
+/// The forward parts (a) to (d) of `sub`, judged against `key` and its solution
+/// (`key.solution()`), in the order a student works.
 ///
 /// # Errors
 /// The submission's first wrong shape.
-pub fn grade_solved(key: &Key, solution: &MultiHeadOutput, sub: &Submission) -> Result<Vec<Mark>> {
+pub(crate) fn grade_forward(
+    key: &Key,
+    solution: &MultiHeadOutput,
+    sub: &Submission,
+) -> Result<Vec<Mark>> {
     sub.check_shapes(solution)?;
     let mine = &sub.answers;
     let p = key.precision;
@@ -489,8 +485,6 @@ pub fn grade_solved(key: &Key, solution: &MultiHeadOutput, sub: &Submission) -> 
         }
         .mark(p),
     );
-    let backward = super::backward::grade_backward(key, solution, sub, &marks)?;
-    marks.extend(backward);
     Ok(marks)
 }
 

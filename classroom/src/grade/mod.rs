@@ -15,7 +15,7 @@
 //! `"backward"`), judged the same way: (e) `dW_O` and each `dZ_i`, (f) each head's `dA_i` and
 //! `dS_i`, (g) each head's `dQ_i`, `dK_i`, `dV_i` and `dW_Q`, `dW_K`, `dW_V`.
 //!
-//! Modules: `answers` (a key and a submission, as read), `mark` (the judging of each matrix), `backward` (of the backward parts),
+//! Modules: `answers` (a key and a submission, as read), `mark` (the judging of each matrix), `backward` (of the backward parts), `sheet` (a whole submission: both),
 //! `report` (points, columns and feedback from the marks) and `command` (the command: keys
 //! and submissions found, graded, written).
 
@@ -24,11 +24,13 @@ mod backward;
 mod command;
 mod mark;
 mod report;
+mod sheet;
 
 pub use answers::{BackwardAnswers, Key, Submission, BACKWARD_FIELDS};
 pub use command::{run, Options};
-pub use mark::{grade, Mark, Mistake, Verdict};
+pub use mark::{Mark, Mistake, Verdict};
 pub use report::{backward_columns, feedback, part_columns, part_points};
+pub use sheet::grade;
 
 /// A matrix of the sheet.
 type M = ndarray::Array2<f64>;
