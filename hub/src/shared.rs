@@ -412,6 +412,13 @@ pub const PRELOADED_DEPS: [&str; 2] = [
     ":dep attention-lab-plot = { path = \"../plot\" }",
 ];
 
+/// The one other `:dep` line of the library that lessons write: 009 and 010 load it with the
+/// feature `learn` (the decoder and the backward passes). It is not preloaded: a kernel would
+/// then build the library twice at every start, and the seed lessons' first cell would pay
+/// for code they never call. The warm replay (every lesson) builds it once, in the build
+/// folder that each student's kernel starts from.
+pub const LEARN_DEP: &str = ":dep attention-lab = { path = \"..\", features = [\"learn\"] }";
+
 /// The students' kernels' evcxr settings ([`Shared::evcxr_config`]): the kernel's own
 /// `init.evcxr`, then the lessons' library and plot crate, as the lessons' first cells name
 /// them, and [`KERNEL_PRELUDE`].
@@ -678,7 +685,7 @@ mod tests {
     use super::*;
 
     /// Every lesson's `:dep` line of the library or the plot crate is one that kernels run
-    /// when they start, letter for letter (evcxr compares the text).
+    /// when they start, letter for letter (evcxr compares the text), or [`LEARN_DEP`].
     #[test]
     fn the_lessons_dep_lines_are_the_preloaded_ones() {
         let notebooks = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks");
@@ -699,7 +706,7 @@ mod tests {
                     let library = [":dep attention-lab =", ":dep attention-lab-plot ="];
                     if library.iter().any(|start| line.starts_with(start)) {
                         assert!(
-                            PRELOADED_DEPS.contains(&line),
+                            PRELOADED_DEPS.contains(&line) || line == LEARN_DEP,
                             "{}: {line}",
                             entry.path().display()
                         );
