@@ -105,6 +105,7 @@ impl Mask {
     /// assert!(mask.is_blocked(3, 1)); // three back: out of the window
     /// assert!(mask.is_blocked(1, 2)); // the future
     /// assert_eq!(Mask::sliding_window(3, 5, 5)?, Mask::causal_over(3, 5)?);
+    /// assert_eq!(Mask::sliding_window(3, 5, usize::MAX)?, Mask::causal_over(3, 5)?);
     /// # Ok::<(), AttentionError>(())
     /// ```
     ///
@@ -126,7 +127,8 @@ impl Mask {
         let causal = Mask::causal_over(queries, keys)?;
         let cached = keys - queries;
         let blocked = Array2::from_shape_fn((queries, keys), |(i, j)| {
-            causal.is_blocked(i, j) || j + window <= cached + i
+            // Past the causal test j <= cached + i, so the difference cannot underflow.
+            causal.is_blocked(i, j) || cached + i - j >= window
         });
         Ok(Mask::from_blocked(&blocked))
     }
@@ -337,7 +339,8 @@ pub(crate) struct Masks<'a> {
 
 impl<'a> Masks<'a> {
     /// The given mask and the causal one for `queries` x `keys`, blocked where either blocks.
-    /// The given mask is checked first, so that its shape error is the usual one.
+    /// The causal mask is made first (more queries than keys is its error); then the given
+    /// mask's shape is checked, so that its error is the usual one.
     pub(crate) fn shared(
         &self,
         queries: usize,

@@ -79,3 +79,29 @@ fn a_training_step_lowers_the_loss_of_its_batch_and_errors_are_named() {
         "2 heads do not divide 9"
     );
 }
+
+/// The parameters are public; a shape that no longer fits is an error naming it, on the
+/// forward and the backward pass alike.
+#[test]
+fn a_parameter_of_the_wrong_shape_is_named_not_a_panic() {
+    let model = AttentionOnly::random(8, 12, 8, 2, 1, 0).unwrap();
+    let example = repeated_tokens(&mut RandomState::new(2), 8, 12, 2, 5).unwrap();
+    let mut wrong_unembed = model.clone();
+    wrong_unembed.unembed = Array2::zeros((3, 3));
+    let e = wrong_unembed.forward(&example.ids).unwrap_err().to_string();
+    assert!(e.starts_with("the unembedding is 3x3"), "{e}");
+    let mut thin_positions = model.clone();
+    thin_positions.pos = Array2::zeros((12, 1));
+    assert!(thin_positions.backward(&example).is_err());
+    let mut wrong_wo = model;
+    wrong_wo.layers[0][3] = Array2::zeros((8, 4));
+    assert!(wrong_wo
+        .forward(&[1, 2])
+        .unwrap_err()
+        .to_string()
+        .starts_with("W_O is 8x4"));
+    assert!(
+        repeated_tokens(&mut RandomState::new(2), 8, 12, 1, 3).is_err(),
+        "min_len 1"
+    );
+}

@@ -67,7 +67,7 @@ impl Decoder {
         };
         let mut cache = self.cache();
         let mut logits = last_row(self.forward_cached(prompt, &mut cache)?.logits);
-        let mut ids = Vec::with_capacity(new_tokens);
+        let mut ids = Vec::new();
         while ids.len() < new_tokens {
             let id = match (&mut draws, sampling) {
                 (
@@ -126,17 +126,22 @@ fn argmax(row: ArrayView1<'_, f64>) -> usize {
 /// NumPy's legacy `choice(n, p=p)` with the uniform draw `u`: the first index whose
 /// cumulative probability (normalised by the last) exceeds `u`.
 fn draw(logits: ArrayView1<'_, f64>, temperature: f64, top_k: Option<usize>, u: f64) -> usize {
-    let mut scaled = logits.mapv(|l| l / temperature);
+    // The largest logit taken out before dividing: a tiny temperature cannot overflow.
+    let top = logits.fold(f64::NEG_INFINITY, |m, &v| m.max(v));
+    let mut scaled = logits.mapv(|l| (l - top) / temperature);
     if let Some(k) = top_k.filter(|&k| k < scaled.len()) {
         let mut sorted: Vec<f64> = scaled.to_vec();
         sorted.sort_by(|a, b| b.total_cmp(a));
         let kth = sorted[k - 1];
-        // Keep the first k at or above the k-th largest, in index order (ties as torch.topk
-        // would keep the earlier ones).
-        let mut kept = 0;
+        // Every value above the k-th largest, then the first of those equal to it, in index
+        // order, until there are k (torch.topk keeps k; a tie never costs a larger value).
+        let mut ties = k - scaled.iter().filter(|&&v| v > kth).count();
         for v in scaled.iter_mut() {
-            if *v >= kth && kept < k {
-                kept += 1;
+            if *v > kth {
+                continue;
+            }
+            if *v == kth && ties > 0 {
+                ties -= 1;
             } else {
                 *v = f64::NEG_INFINITY;
             }
@@ -190,5 +195,13 @@ mod tests {
             assert!(id == 1 || id == 3);
         }
         assert_eq!(draw(array![1.0, 1.1].view(), 1e-3, None, 0.5), 1);
+        // A tie at the k-th value never costs the largest logit its place.
+        for i in 0..100 {
+            let id = draw(array![1.0, 1.0, 3.0].view(), 1.0, Some(2), i as f64 / 100.0);
+            assert!(id == 0 || id == 2, "{id}");
+        }
+        assert_eq!(draw(array![1.0, 1.0, 3.0].view(), 1.0, Some(2), 0.99), 2);
+        // A temperature near 0 is greedy, not NaN.
+        assert_eq!(draw(array![2.0, 1.0].view(), 1e-310, None, 0.99), 0);
     }
 }

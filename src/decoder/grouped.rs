@@ -361,7 +361,14 @@ pub fn grouped_query_attention<'a>(
 
 /// Each key/value head serves a whole group of query heads.
 fn check_groups(heads: usize, kv_heads: usize) -> Result<(), AttentionError> {
-    if kv_heads == 0 || heads == 0 || heads % kv_heads != 0 {
+    if heads == 0 {
+        return Err(AttentionError::Setting {
+            name: "n_heads",
+            value: "0".into(),
+            rule: "an attention layer needs at least one query head",
+        });
+    }
+    if kv_heads == 0 || heads % kv_heads != 0 {
         return Err(AttentionError::Setting {
             name: "n_kv_heads",
             value: format!("{kv_heads} for {heads} query heads"),

@@ -116,15 +116,16 @@ impl AttentionOnly {
             ]);
         }
         let unembed = normal(width, vocab, scale)?;
-        let model = AttentionOnly {
+        // Checks that `heads` divides the width.
+        let zero = Array2::zeros((width, width));
+        MultiHead::split(&zero, &zero, &zero, heads, None)?;
+        Ok(AttentionOnly {
             embed,
             pos,
             layers: weights,
             unembed,
             heads,
-        };
-        // Checks that `heads` divides the width.
-        model.layer(0).map(|_| model)
+        })
     }
 
     /// Heads per layer.
@@ -151,13 +152,7 @@ impl AttentionOnly {
     /// [`AttentionError::Split`] when the heads do not divide the width;
     /// [`AttentionError::OutOfRange`] for a layer the model does not have.
     pub fn layer(&self, l: usize) -> Result<MultiHead, AttentionError> {
-        let width = self.embed.ncols();
         let Some([wq, wk, wv, wo]) = self.layers.get(l) else {
-            if self.layers.is_empty() && l == 0 {
-                // A model without layers: check the split on a zero layer of its width.
-                let zero = Array2::zeros((width, width));
-                return MultiHead::split(&zero, &zero, &zero, self.heads, None);
-            }
             return Err(AttentionError::OutOfRange {
                 what: "layer",
                 index: l,
@@ -182,6 +177,7 @@ impl AttentionOnly {
     /// [`AttentionError::OutOfRange`] for a token id past the vocabulary, or more tokens
     /// than the context.
     pub fn forward(&self, ids: &[usize]) -> Result<AttentionOnlyOutput, AttentionError> {
+        self.check_shapes()?;
         let (vocab, context) = (self.embed.nrows(), self.pos.nrows());
         if let Some(&id) = ids.iter().find(|&&id| id >= vocab) {
             return Err(AttentionError::OutOfRange {
@@ -287,6 +283,34 @@ impl AttentionOnly {
             dunembed: unembedded.dw,
             layer_grads,
         })
+    }
+
+    /// The parameters are public (an optimiser and a notebook change them): their shapes are
+    /// checked on every pass, so that a wrong one is an error naming it, not a panic.
+    fn check_shapes(&self) -> Result<(), AttentionError> {
+        let (vocab, width) = self.embed.dim();
+        let mut expected = vec![
+            (
+                "the position embeddings",
+                &self.pos,
+                (self.pos.nrows(), width),
+            ),
+            ("the unembedding", &self.unembed, (width, vocab)),
+        ];
+        for layer in &self.layers {
+            for (name, w) in ["W_Q", "W_K", "W_V", "W_O"].into_iter().zip(layer) {
+                expected.push((name, w, (width, width)));
+            }
+        }
+        match expected.into_iter().find(|(_, w, want)| w.dim() != *want) {
+            Some((name, w, _)) => Err(AttentionError::mismatch(
+                Operand::new(name, w.shape()),
+                Operand::new("the token embeddings", self.embed.shape()),
+                "positions are context x E, each layer's W_Q, W_K, W_V and W_O E x E, and the \
+                 unembedding E x vocab, E and vocab being the token embeddings'",
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Every parameter, in a fixed order (embeddings, positions, each layer's W_Q, W_K,

@@ -40,8 +40,9 @@ pub struct Example {
 /// ```
 ///
 /// # Errors
-/// [`AttentionError::Setting`] when `vocab` is 0, `min_len` is 0 or above `max_len`, or
-/// two copies of `max_len` tokens do not fit in `context`.
+/// [`AttentionError::Setting`] when `vocab` is 0, `min_len` is below 2 (a repeat of one
+/// token has no token to predict) or above `max_len`, or two copies of `max_len` tokens do
+/// not fit in `context`.
 pub fn repeated_tokens(
     rs: &mut RandomState,
     vocab: usize,
@@ -49,12 +50,13 @@ pub fn repeated_tokens(
     min_len: usize,
     max_len: usize,
 ) -> Result<Example, AttentionError> {
-    if vocab == 0 || min_len == 0 || min_len > max_len || max_len.saturating_mul(2) > context {
+    if vocab == 0 || min_len < 2 || min_len > max_len || max_len.saturating_mul(2) > context {
         return Err(AttentionError::Setting {
             name: "the task's sizes",
             value: format!("vocab {vocab}, context {context}, lengths {min_len} to {max_len}"),
-            rule: "a repeat needs 0 < min_len <= max_len, two copies of max_len tokens within \
-                   the context, and a vocabulary",
+            rule: "a repeat needs 2 <= min_len <= max_len (a repeat of one token has nothing \
+                   to predict), two copies of max_len tokens within the context, and a \
+                   vocabulary",
         });
     }
     let draw = |rs: &mut RandomState, low: usize, high: usize| -> i64 {

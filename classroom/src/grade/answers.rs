@@ -93,7 +93,20 @@ impl Key {
                 .map(|_| json_matrix_field(&json, "g"))
                 .transpose()?,
         };
-        key.solution()?;
+        let solution = key.solution()?;
+        // A backward sheet's G must fit its output once here, not fail every submission.
+        if let Some(g) = &key.g {
+            let result = solution.result();
+            if g.dim() != result.dim() {
+                return Err(problem!(
+                    "\"g\" is {}x{} but the sheet's output Z W_O is {}x{}: G is dL/d(output)",
+                    g.nrows(),
+                    g.ncols(),
+                    result.nrows(),
+                    result.ncols()
+                ));
+            }
+        }
         Ok(key)
     }
 

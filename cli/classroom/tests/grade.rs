@@ -1043,3 +1043,23 @@ fn each_planted_backward_mistake_is_named() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// A backward key whose G does not fit its sheet's output is one line naming "g", once, not
+/// a misleading `--dz` error for every submission.
+#[test]
+fn a_backward_key_with_a_misshapen_g_is_named_once() {
+    let dir = temp_dir("backward-bad-g");
+    let class = make_class(&dir, "id\nann\n", "backward secret", &["--backward"]);
+    let path = class.join("keys/ann.json");
+    let mut json: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    json["g"] = serde_json::json!([[1.0, 2.0]]);
+    std::fs::write(&path, json.to_string()).unwrap();
+    let mut answer = json["solution"].clone();
+    answer["student"] = Value::from("ann");
+    std::fs::write(dir.join("ann.json"), answer.to_string()).unwrap();
+    let r = grade(&dir, "class/keys/ann.json", &["ann.json"]);
+    assert_eq!(r.status, 2, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("\"g\" is 1x2"), "{}", r.stderr);
+    assert!(!r.stderr.contains("--dz"), "{}", r.stderr);
+}
