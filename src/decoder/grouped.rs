@@ -1,7 +1,7 @@
 //! Causal self-attention with grouped key/value heads (GQA; MQA with one) and RoPE, reading
 //! and extending a layer's KV cache: Llama's attention.
 
-use ndarray::{s, Array2, ArrayView2, Axis};
+use ndarray::{s, Array2, ArrayView2};
 
 use super::cache::LayerCache;
 use crate::attention::attend;
@@ -276,23 +276,13 @@ impl GroupedAttention {
             Some(window) => Mask::sliding_window(x.nrows(), keys, window)?,
             None => Mask::causal_over(x.nrows(), keys)?,
         };
-        let d = self.rope.head_dim();
-        let mut z = Array2::zeros((x.nrows(), self.heads * d));
-        let mut weights = Vec::with_capacity(self.heads);
-        for h in 0..self.heads {
-            let g = h / self.group();
-            let heads = s![.., h * d..(h + 1) * d];
-            let group = s![.., g * d..(g + 1) * d];
-            let head = attend(
-                q.slice(heads),
-                cache.k().slice(group),
-                cache.v().slice(group),
-                Softmax::Stable,
-                Some(&mask),
-            )?;
-            z.slice_mut(heads).assign(&head.output);
-            weights.push(head.weights);
-        }
+        let (z, weights) = attend_groups(
+            q.view(),
+            cache.k().view(),
+            cache.v().view(),
+            [self.heads, self.kv_heads, self.rope.head_dim()],
+            Some(&mask),
+        )?;
         let output = parallel::project(z.view(), &self.wo, None);
         Ok(GroupedOutput {
             q,
@@ -343,20 +333,36 @@ pub fn grouped_query_attention<'a>(
             "Q must be n_heads heads of one width, and K and V n_kv_heads heads of that width",
         ));
     }
+    Ok(attend_groups(q, k, v, [heads, kv_heads, d], mask)?.0)
+}
+
+/// Each query head `h` attends over key/value head `h / (heads / kv_heads)`: the heads'
+/// outputs side by side, and each head's weights. `sizes` is `[heads, kv_heads, d]`, the
+/// caller having checked that the widths are whole heads of `d`.
+fn attend_groups(
+    q: ArrayView2<'_, f64>,
+    k: ArrayView2<'_, f64>,
+    v: ArrayView2<'_, f64>,
+    [heads, kv_heads, d]: [usize; 3],
+    mask: Option<&Mask>,
+) -> Result<(Array2<f64>, Vec<Array2<f64>>), AttentionError> {
     let mut z = Array2::zeros((q.nrows(), heads * d));
-    for (h, mut out) in z.axis_chunks_iter_mut(Axis(1), d.max(1)).enumerate() {
+    let mut weights = Vec::with_capacity(heads);
+    for h in 0..heads {
         let g = h / (heads / kv_heads);
+        let columns = s![.., h * d..(h + 1) * d];
         let group = s![.., g * d..(g + 1) * d];
         let head = attend(
-            q.slice(s![.., h * d..(h + 1) * d]),
+            q.slice(columns),
             k.slice(group),
             v.slice(group),
             Softmax::Stable,
             mask,
         )?;
-        out.assign(&head.output);
+        z.slice_mut(columns).assign(&head.output);
+        weights.push(head.weights);
     }
-    Ok(z)
+    Ok((z, weights))
 }
 
 /// Each key/value head serves a whole group of query heads.
