@@ -200,7 +200,7 @@ impl<'a, P: Path> Attend<'a, P> {
     ///
     /// let x = array![[1.0, 2.0], [3.0, 4.0], [0.5, -1.0]];
     /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
-    /// let tiny = Streaming { query_block: 1, key_block: 1, threads: 1 };
+    /// let tiny = Streaming { query_block: 1, key_block: 1, threads: 1, ..Streaming::default() };
     /// let z: Array2<f64> = head.forward(&x, &Attend::new().streaming(tiny))?;
     /// assert!((&z - &head.forward(&x, &Attend::new())?.z).iter().all(|d| d.abs() < 1e-14));
     /// # Ok::<(), AttentionError>(())

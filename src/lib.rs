@@ -43,6 +43,7 @@ pub mod encoder;
 pub mod error;
 #[cfg(feature = "encoder")]
 pub mod feed_forward;
+mod gemm;
 #[cfg(feature = "learn")]
 pub mod grad;
 pub mod heads;
@@ -59,6 +60,7 @@ pub mod position;
 pub mod prelude;
 #[cfg(feature = "decoder")]
 pub mod rope;
+pub mod simd;
 pub mod softmax;
 pub mod stream;
 pub mod torch;

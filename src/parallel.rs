@@ -23,7 +23,7 @@ fn threads(units: usize, work: usize) -> usize {
 
 /// `work` on every part: the first on the calling thread (one thread fewer to start), each
 /// other on a thread of its own; a panic in any of them goes on in the caller.
-fn each_part<P: Send>(mut parts: impl Iterator<Item = P>, work: impl Fn(P) + Sync) {
+pub(crate) fn each_part<P: Send>(mut parts: impl Iterator<Item = P>, work: impl Fn(P) + Sync) {
     let work = &work;
     std::thread::scope(|scope| {
         let first = parts.next();

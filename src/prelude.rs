@@ -42,6 +42,7 @@ pub use crate::pooling::{cosine_similarity, l2_normalize, mean_pool};
 pub use crate::position::positional_encoding;
 #[cfg(feature = "decoder")]
 pub use crate::rope::Rope;
+pub use crate::simd::Simd;
 pub use crate::softmax::{softmax, softmax_naive, Softmax};
 pub use crate::stream::Streaming;
 pub use crate::torch::{InProj, TorchWeights};

@@ -173,7 +173,7 @@ impl MultiHead {
                 (q_proj_weight.t(), k_proj_weight.t(), v_proj_weight.t())
             }
         };
-        if h == 0 || e % h != 0 {
+        if h == 0 || !e.is_multiple_of(h) {
             return Err(AttentionError::Split {
                 matrix: Operand::new("W_Q", wq.shape()),
                 h,

@@ -16,6 +16,7 @@ fn tiny() -> Streaming {
         query_block: 2,
         key_block: 3,
         threads: 1,
+        ..Streaming::default()
     }
 }
 

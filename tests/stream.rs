@@ -2,6 +2,7 @@
 //! intermediate: the same numbers to 1e-12, the same errors, the same NaN and overflow.
 
 use attention_lab::prelude::*;
+use attention_lab::simd::SIMD_VAR;
 use ndarray::Dimension;
 use proptest::prelude::*;
 
@@ -77,6 +78,7 @@ fn every_block_size_and_thread_count_agrees() {
                     query_block,
                     key_block,
                     threads,
+                    ..Streaming::default()
                 };
                 assert_agrees(
                     &layer
@@ -96,6 +98,7 @@ fn zero_blocks_mean_one() {
         query_block: 0,
         key_block: 0,
         threads: 0,
+        ..Streaming::default()
     };
     assert_agrees(
         &layer.forward(&x, &Attend::new().streaming(zero)).unwrap(),
@@ -110,6 +113,7 @@ fn huge_blocks_mean_the_whole_input() {
         query_block: usize::MAX,
         key_block: usize::MAX,
         threads: usize::MAX,
+        ..Streaming::default()
     };
     assert_agrees(
         &layer.forward(&x, &Attend::new().streaming(huge)).unwrap(),
@@ -137,6 +141,7 @@ fn heads_of_different_widths_and_softmaxes() {
         query_block: 7,
         key_block: 6,
         threads: 2,
+        ..Streaming::default()
     };
     assert_agrees(
         &layer.forward(&x, &Attend::new().streaming(small)).unwrap(),
@@ -173,6 +178,7 @@ fn naive_softmax_overflows_as_the_full_path_does() {
                 query_block: 1,
                 key_block: 1,
                 threads: 1,
+                ..Streaming::default()
             }),
         )
         .unwrap();
@@ -233,6 +239,7 @@ fn nan_and_infinity_spread_as_in_the_full_path() {
                 query_block: 1,
                 key_block,
                 threads: 1,
+                ..Streaming::default()
             };
             let streamed = head
                 .forward(&x, &Attend::new().streaming(streaming))
@@ -343,7 +350,7 @@ proptest! {
         // The naive form only where it neither overflows nor underflows (tested apart).
         let (kind, wq) = if naive { (Softmax::Naive, wq * 0.01) } else { (Softmax::Stable, wq) };
         let head = Head::new(wq, wk, wv).unwrap().with_softmax(kind);
-        let streaming = Streaming { query_block, key_block, threads: 2 };
+        let streaming = Streaming { query_block, key_block, threads: 2, ..Streaming::default() };
         assert_agrees(&head.forward(&x, &Attend::new().streaming(streaming)).unwrap(), &head.forward(&x, &Attend::new()).unwrap().z);
     }
 }
@@ -377,7 +384,7 @@ proptest! {
     ) {
         let mask = Mask::from_blocked(&blocked);
         let mask = match fill { Some(f) => mask.with_fill(f), None => mask };
-        let streaming = Streaming { query_block, key_block, threads: 2 };
+        let streaming = Streaming { query_block, key_block, threads: 2, ..Streaming::default() };
         let streamed = layer.forward(&x, &Attend::new().mask(&mask).streaming(streaming)).unwrap();
         let full = layer.forward(&x, &Attend::new().mask(&mask)).unwrap();
         prop_assert!(streamed.iter().all(|v| v.is_finite()));
@@ -428,6 +435,7 @@ fn causal_and_padding_agree_on_a_long_input() {
             query_block: 32,
             key_block,
             threads: 0,
+            ..Streaming::default()
         };
         let streamed = layer
             .forward(&x, &Attend::new().mask(&mask).streaming(streaming))
@@ -459,6 +467,7 @@ fn blocks_a_mask_blocks_whole_agree_beside_infinities_and_overflow() {
                 query_block: 16,
                 key_block,
                 threads: 2,
+                ..Streaming::default()
             };
             let streamed = head
                 .forward(&x, &Attend::new().mask(&mask).streaming(streaming))
@@ -578,7 +587,7 @@ proptest! {
         let [x, key, value] = &inputs;
         let mask = Mask::from_blocked(&blocked);
         let mask = match fill { Some(f) => mask.with_fill(f), None => mask };
-        let streaming = Streaming { query_block, key_block, threads: 2 };
+        let streaming = Streaming { query_block, key_block, threads: 2, ..Streaming::default() };
 
         let full = layer.forward_cross(x, key, value, &Attend::new()).unwrap();
         assert_agrees(&layer.forward_cross(x, key, value, &Attend::new().streaming(Streaming::default())).unwrap(), full.result());
@@ -669,7 +678,7 @@ proptest! {
         let [x, key, value] = &inputs;
         let (padding, shared) = (padding.as_ref(), shared.map(|b| Mask::from_blocked(&b)));
         let shared = shared.as_ref();
-        let streaming = Streaming { query_block, key_block, threads: 2 };
+        let streaming = Streaming { query_block, key_block, threads: 2, ..Streaming::default() };
         if cross {
             let full = layer.forward_cross_batch(x, key, value, &Attend::new().key_padding(padding).mask(shared)).unwrap().result();
             let streamed = layer.forward_cross_batch(x, key, value, &Attend::new().key_padding(padding).mask(shared).streaming(Streaming::default()));
@@ -723,6 +732,7 @@ fn decoding_over_a_kv_cache_agrees_with_the_whole_sequence() {
                 query_block: 4,
                 key_block,
                 threads: 0,
+                ..Streaming::default()
             };
             let streamed = layer
                 .forward_cross(
@@ -863,4 +873,85 @@ fn an_empty_batch_gives_an_empty_result() {
         out,
         layer.forward_batch(&x, &Attend::new()).unwrap().result()
     );
+}
+
+/// Every test of this file again on each vector path this CPU runs, each in a process of
+/// its own with `ATTENTION_LAB_SIMD` naming the path (the variable is the process's); a path
+/// the CPU lacks is reported as not run, with the reason, and naming it is an error.
+#[test]
+fn every_test_passes_on_every_vector_path() {
+    if std::env::var_os(SIMD_VAR).is_some() {
+        return; // a child of this test
+    }
+    let (x, layer) = layer(5, 4, 2, 9);
+    for simd in Simd::ALL {
+        if let Some(why) = simd.missing() {
+            eprintln!("not run: the {} path ({why})", simd.name());
+            let forced = Streaming {
+                simd,
+                ..Streaming::default()
+            };
+            let error = layer
+                .forward(&x, &Attend::new().streaming(forced))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains("Streaming::simd") && error.contains(why),
+                "{error}"
+            );
+            continue;
+        }
+        let run = std::process::Command::new(std::env::current_exe().unwrap())
+            .env(SIMD_VAR, simd.name())
+            .args(["--test-threads", "2", "-q"])
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "the {} path: {}{}",
+            simd.name(),
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr)
+        );
+        eprintln!("ran every test on the {} path", simd.name());
+    }
+    // A name that is no path: one line naming the variable and its value.
+    let run = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(SIMD_VAR, "avx9")
+        .args(["--exact", "the_path_variable_is_read_and_checked", "-q"])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+}
+
+/// Under `ATTENTION_LAB_SIMD`, the path it names, or an error naming it; without it, the
+/// widest path this CPU has. Each path gives the full path's numbers.
+#[test]
+fn the_path_variable_is_read_and_checked() {
+    let (x, layer) = layer(40, 16, 2, 2);
+    let full = layer.forward(&x, &Attend::new()).unwrap().result().clone();
+    let streamed = layer.forward(&x, &Attend::new().streaming(Streaming::default()));
+    match std::env::var(SIMD_VAR).ok().as_deref() {
+        Some("avx9") => {
+            let error = streamed.unwrap_err().to_string();
+            assert_eq!(
+                error,
+                "ATTENTION_LAB_SIMD is \"avx9\": it must be auto, avx512, avx2 or portable"
+            );
+        }
+        Some(name) => {
+            let named: Simd = name.parse().unwrap();
+            assert_eq!(Simd::Auto.resolve().unwrap(), named);
+            assert_agrees(&streamed.unwrap(), &full);
+        }
+        None => {
+            let widest = Simd::ALL.into_iter().find(|s| s.missing().is_none());
+            assert_eq!(Simd::Auto.resolve().ok(), widest);
+            assert_agrees(&streamed.unwrap(), &full);
+        }
+    }
 }

@@ -98,5 +98,6 @@ fn streaming() -> Streaming {
         query_block: read("QUERY_BLOCK", d.query_block),
         key_block: read("KEY_BLOCK", d.key_block),
         threads: read("THREADS", d.threads),
+        ..d
     }
 }

@@ -374,7 +374,7 @@ fn check_groups(heads: usize, kv_heads: usize) -> Result<(), AttentionError> {
             rule: "an attention layer needs at least one query head",
         });
     }
-    if kv_heads == 0 || heads % kv_heads != 0 {
+    if kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
         return Err(AttentionError::Setting {
             name: "n_kv_heads",
             value: format!("{kv_heads} for {heads} query heads"),

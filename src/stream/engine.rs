@@ -6,8 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use ndarray::linalg::general_mat_mul;
-use ndarray::{concatenate, s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 
 use super::kernel::{self, MaskBlocks, PackedHead, Scratch};
 use super::Streaming;
@@ -96,6 +95,7 @@ pub(crate) fn forward(
             mask.check(x.nrows(), key.nrows())?;
         }
     }
+    let streaming = streaming.resolved()?;
     let picks: [fn(&Head) -> &Array2<f64>; 3] = [Head::wq, Head::wk, Head::wv];
     let ws = picks.map(|w| heads.iter().map(|h| w(h).view()).collect::<Vec<_>>());
     let widths = ws
@@ -170,32 +170,22 @@ fn project(
     out
 }
 
-/// `out = x [w_1 | w_2 | ..]`, its columns shared among the threads (each thread packs `x`,
-/// which costs little beside the product, and its own share of the weights).
+/// `out = x [w_1 | w_2 | ..]` on the call's vector path, its columns shared among the threads.
 fn product(
     x: ArrayView2<'_, f64>,
     ws: &[ArrayView2<'_, f64>],
-    mut out: ArrayViewMut2<'_, f64>,
+    out: ArrayViewMut2<'_, f64>,
     streaming: Streaming,
 ) {
-    // The inputs were checked against every projection's rows.
-    let w = concatenate(Axis(1), ws).expect("projections share their row count");
-    let n = w.ncols();
+    let n: usize = ws.iter().map(|w| w.ncols()).sum();
     // Small products stay on the calling thread: a thread costs more than it saves.
-    let work = x.nrows().saturating_mul(w.len());
+    let work = x.nrows().saturating_mul(x.ncols()).saturating_mul(n);
     let threads = if work < crate::parallel::MIN_WORK {
         1
     } else {
         streaming.threads_for(n.div_ceil(64))
     };
-    let cols = n.div_ceil(threads).max(1);
-    let (x, w) = (&x, w.view());
-    std::thread::scope(|scope| {
-        for (i, mut out) in out.axis_chunks_iter_mut(Axis(1), cols).enumerate() {
-            let w = w.slice_move(s![.., i * cols..i * cols + out.ncols()]);
-            scope.spawn(move || general_mat_mul(1.0, x, &w, 0.0, &mut out));
-        }
-    });
+    crate::gemm::product(streaming.simd, x, ws, out, threads);
 }
 
 /// `view` cut into blocks of `rows` rows (the last may be shorter), each with the index of
@@ -217,7 +207,8 @@ fn row_blocks(
 }
 
 /// Streams every head over every query block into `out` (the concatenation, or its product
-/// with `wo`). `q`, `k` and `v` hold the heads' columns where `plan` says.
+/// with `wo`). `q`, `k` and `v` hold the heads' columns where `plan` says; `streaming` is
+/// [`resolved`](Streaming::resolved).
 pub(super) fn run(
     plan: &Plan,
     q: ArrayView2<'_, f64>,
@@ -252,10 +243,11 @@ pub(super) fn run(
     let per_head = threads.saturating_mul(4).div_ceil(heads.max(1));
     // Blocks of even size (a last block of a few rows would leave a thread idle).
     let blocks = n.div_ceil(streaming.query_block.max(1)).max(per_head);
-    let query_block = n.div_ceil(blocks).max(1).next_multiple_of(kernel::ROWS);
+    let rows = crate::gemm::rows(streaming.simd);
+    let query_block = n.div_ceil(blocks).max(1).next_multiple_of(rows);
     let mask_blocks = plan
         .mask
-        .map(|mask| MaskBlocks::new(mask, streaming.key_block, threads));
+        .map(|mask| MaskBlocks::new(mask, rows, streaming.key_block, threads));
     let mut concat = Array2::zeros((n, plan.width));
     let mut units = Vec::new();
     let mut rest = concat.view_mut();
@@ -268,6 +260,7 @@ pub(super) fn run(
     queue(threads, units, |(cols, head, first, mut z), scratch| {
         let rows = first..first + z.nrows();
         kernel::attend(
+            streaming.simd,
             q.slice(s![rows, cols.q..cols.q + cols.d_k]),
             head,
             cols.softmax,

@@ -1,13 +1,15 @@
 //! The fused block kernel: one head's `z` for a block of query rows, with the scores of a
 //! block of keys kept in the first-level cache between the two products.
 //!
-//! Query rows go in panels of [`ROWS`], one row a vector lane ([`pack_rows`]), so the online
-//! softmax (max, exp, sum, rescale) runs on whole vectors and never reduces across lanes.
+//! Query rows go in panels of two vectors' lanes ([`rows`]: 16 on AVX-512, 8 on AVX2), one
+//! row a vector lane ([`pack_rows`]), so the online softmax (max, exp, sum, rescale) runs on
+//! whole vectors and never reduces across lanes. The kernel is written once over
+//! [`Lanes`] and run on the path [`Simd`] names.
 //! For each panel and block of keys:
 //!
-//! 1. `scores = Q K^T / sqrt(d_k)`, tile by tile of [`ROWS`] x [`COLS`] in registers (12
-//!    accumulators, the shape AVX2's 16 registers hold), written key by key (each key's
-//!    [`ROWS`] scores side by side), which is the layout the second product reads its left
+//! 1. `scores = Q K^T / sqrt(d_k)`, tile by tile of a panel's rows x [`COLS`] in registers
+//!    (12 accumulators, which AVX2's 16 registers hold), written key by key (each key's
+//!    scores side by side), which is the layout the second product reads its left
 //!    operand in: the scores are never packed;
 //! 2. the mask, then the online softmax over the block, in place;
 //! 3. `acc += weights V`, tile by tile.
@@ -21,47 +23,10 @@
 
 use ndarray::{ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis};
 
-use super::simd::{exp, Lanes, Portable};
+use crate::gemm::{tile, Panel, Panels, COLS, VECS};
 use crate::mask::{Block, Mask};
+use crate::simd::{dispatch, exp, Kernel, Lanes, Simd};
 use crate::softmax::Softmax;
-
-/// Query rows a panel holds: [`VECS`] vectors of four, one row a lane.
-pub(super) const ROWS: usize = 8;
-/// Keys (in the scores) or value columns (in `weights V`) a register tile holds.
-pub(super) const COLS: usize = 6;
-/// Vectors of four lanes in a panel.
-const VECS: usize = ROWS / 4;
-
-/// A right operand in panels of [`COLS`] columns: panel `p` (columns `COLS p..`) is every
-/// row's [`COLS`] values, the last panel padded with zero columns. K^T (keys as columns), V
-/// and the weight matrices of the projections take this form.
-pub(super) struct Panels {
-    values: Vec<f64>,
-    rows: usize,
-    cols: usize,
-}
-
-impl Panels {
-    /// Packs `b` (rows x cols).
-    pub(super) fn new(b: ArrayView2<'_, f64>) -> Panels {
-        let (rows, cols) = b.dim();
-        let mut values = vec![0.0; cols.div_ceil(COLS) * rows * COLS];
-        for (p, panel) in b.axis_chunks_iter(Axis(1), COLS).enumerate() {
-            let packed = &mut values[p * rows * COLS..(p + 1) * rows * COLS];
-            for (row, packed) in panel.rows().into_iter().zip(packed.chunks_exact_mut(COLS)) {
-                for (to, &x) in packed.iter_mut().zip(&row) {
-                    *to = x;
-                }
-            }
-        }
-        Panels { values, rows, cols }
-    }
-
-    /// Panel `p`'s rows `from..`.
-    fn panel(&self, p: usize, from: usize) -> &[f64] {
-        &self.values[(p * self.rows + from) * COLS..(p + 1) * self.rows * COLS]
-    }
-}
 
 /// One head's keys and values, packed for [`attend`]: K^T (d_k x keys) and V (keys x d_v),
 /// and for each panel of [`COLS`] keys the largest magnitude in its keys and in its values
@@ -101,7 +66,7 @@ impl PackedHead {
             .iter()
             .fold(0.0, |a: f64, &b| a.max(b));
         // |q k| <= d_k max|q| max|k|: below f64::MAX, no score overflows.
-        let scores = q_bound * k_bound * self.keys.rows as f64 * scale.max(1.0);
+        let scores = q_bound * k_bound * self.keys.rows() as f64 * scale.max(1.0);
         scores < f64::MAX && v_bound < f64::INFINITY
     }
 }
@@ -117,35 +82,34 @@ fn magnitude<'a>(values: impl Iterator<Item = &'a f64>) -> f64 {
     })
 }
 
-/// `a`'s rows into `packed` in panels of [`ROWS`]: panel `i` is every column's [`ROWS`]
-/// values of rows `ROWS i..`, one row a lane; lanes past the last row are zero.
-fn pack_rows(a: ArrayView2<'_, f64>, packed: &mut [f64]) {
+/// `a`'s rows into `packed` in panels of `rows`: panel `i` is every column's `rows` values
+/// of rows `rows i..`, one row a lane; lanes past the last row are zero.
+fn pack_rows(a: ArrayView2<'_, f64>, rows: usize, packed: &mut [f64]) {
     let k = a.ncols();
-    for (rows, panel) in a
-        .axis_chunks_iter(Axis(0), ROWS)
-        .zip(packed.chunks_exact_mut(k * ROWS))
+    for (panel_rows, panel) in a
+        .axis_chunks_iter(Axis(0), rows)
+        .zip(packed.chunks_exact_mut(k * rows))
     {
-        for (lane, row) in rows.rows().into_iter().enumerate() {
+        for (lane, row) in panel_rows.rows().into_iter().enumerate() {
             for (d, &x) in row.iter().enumerate() {
-                panel[d * ROWS + lane] = x;
+                panel[d * rows + lane] = x;
             }
         }
     }
 }
 
 /// A thread's working memory, reused from call to call. Every buffer starts on a cache
-/// line, so that a panel's row of [`ROWS`] lanes (64 bytes) is one line: a vector load that
+/// line, so that a panel's row of lanes (64 or 128 bytes) is whole lines: a vector load that
 /// straddled two lines would cost two.
 #[derive(Default)]
 pub(super) struct Scratch {
-    /// The block's queries (or a product's left rows): panel-major, each row of the
-    /// operand's columns in [`ROWS`] lanes.
+    /// The block's queries: panel-major, each column of `q` in a panel's lanes.
     q: Lines,
-    /// One panel's scores, then weights, for one block of keys: key-major, [`ROWS`] lanes.
+    /// One panel's scores, then weights, for one block of keys: key-major, a panel's lanes.
     p: Lines,
-    /// The accumulators: panel-major, each `d_v` (padded) rows of [`ROWS`] lanes.
+    /// The accumulators: panel-major, each `d_v` (padded) rows of a panel's lanes.
     acc: Lines,
-    /// Running max and running sum: [`ROWS`] lanes a panel.
+    /// Running max and running sum: a panel's lanes each.
     max: Lines,
     sum: Lines,
 }
@@ -174,23 +138,30 @@ impl Lines {
     }
 }
 
-/// A mask, and what it does to each block of scores the kernel meets (panels of [`ROWS`]
+/// A mask, and what it does to each block of scores the kernel meets (panels of `rows`
 /// queries by blocks of keys), found once per call for every head.
 pub(super) struct MaskBlocks<'m> {
     mask: &'m Mask,
+    rows: usize,
     key_block: usize,
     key_blocks: usize,
     kinds: Vec<Block>,
 }
 
 impl MaskBlocks<'_> {
-    /// Sorts the blocks of `mask` (queries x keys) for blocks of `key_block` keys (rounded as
-    /// [`attend`] rounds it), the panels of queries shared among up to `threads` threads.
-    pub(super) fn new(mask: &Mask, key_block: usize, threads: usize) -> MaskBlocks<'_> {
+    /// Sorts the blocks of `mask` (queries x keys) for panels of `rows` queries and blocks
+    /// of `key_block` keys (rounded as [`attend`] rounds it), the panels shared among up to
+    /// `threads` threads.
+    pub(super) fn new(
+        mask: &Mask,
+        rows: usize,
+        key_block: usize,
+        threads: usize,
+    ) -> MaskBlocks<'_> {
         let (queries, keys) = mask.additive().dim();
         let key_block = key_block.clamp(1, keys.max(1)).next_multiple_of(COLS);
         let key_blocks = keys.div_ceil(key_block);
-        let mut kinds = vec![Block::Open; queries.div_ceil(ROWS) * key_blocks];
+        let mut kinds = vec![Block::Open; queries.div_ceil(rows) * key_blocks];
         let per = kinds.len().div_ceil(threads.max(1)).max(1);
         std::thread::scope(|scope| {
             for (i, part) in kinds.chunks_mut(per).enumerate() {
@@ -198,15 +169,16 @@ impl MaskBlocks<'_> {
                     for (j, kind) in part.iter_mut().enumerate() {
                         let (panel, block) =
                             ((i * per + j) / key_blocks, (i * per + j) % key_blocks);
-                        let rows = panel * ROWS..queries.min((panel + 1) * ROWS);
+                        let panel_rows = panel * rows..queries.min((panel + 1) * rows);
                         let cols = block * key_block..keys.min((block + 1) * key_block);
-                        *kind = mask.block(rows, cols);
+                        *kind = mask.block(panel_rows, cols);
                     }
                 });
             }
         });
         MaskBlocks {
             mask,
+            rows,
             key_block,
             key_blocks,
             kinds,
@@ -214,17 +186,20 @@ impl MaskBlocks<'_> {
     }
 
     fn kind(&self, row: usize, start: usize) -> Block {
-        self.kinds[row / ROWS * self.key_blocks + start / self.key_block]
+        self.kinds[row / self.rows * self.key_blocks + start / self.key_block]
     }
 }
 
 /// Where the query rows' mask comes from: the mask's blocks, and the index of the block's
-/// first row (a multiple of [`ROWS`]).
+/// first row (a multiple of the panel's rows).
 pub(super) type BlockMask<'m> = Option<(&'m MaskBlocks<'m>, usize)>;
 
 /// One head's `z` for the query rows `q` (row `i` of `z` for row `i` of `q`), by the online
-/// softmax over blocks of `key_block` keys (rounded up to a multiple of [`COLS`]).
+/// softmax over blocks of `key_block` keys (rounded up to a multiple of [`COLS`]), on the
+/// vector path `simd` (resolved; the mask's blocks were sorted for its panels).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn attend(
+    simd: Simd,
     q: ArrayView2<'_, f64>,
     head: &PackedHead,
     softmax: Softmax,
@@ -233,30 +208,45 @@ pub(super) fn attend(
     scratch: &mut Scratch,
     z: ArrayViewMut2<'_, f64>,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(avx2) = super::simd::Avx2::detect() {
-        // SAFETY: the CPU has AVX2 and FMA (the token says so).
-        unsafe { attend_avx2(avx2, q, head, softmax, mask, key_block, scratch, z) };
-        return;
-    }
-    attend_with(Portable, q, head, softmax, mask, key_block, scratch, z);
+    let call = Attend {
+        q,
+        head,
+        softmax,
+        mask,
+        key_block,
+        scratch,
+        z,
+    };
+    dispatch(simd, call);
 }
 
-/// [`attend_with`] compiled for AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn attend_avx2(
-    s: super::simd::Avx2,
-    q: ArrayView2<'_, f64>,
-    head: &PackedHead,
+/// [`attend`]'s arguments, as the work [`dispatch`] runs.
+struct Attend<'a, 'm> {
+    q: ArrayView2<'a, f64>,
+    head: &'a PackedHead,
     softmax: Softmax,
-    mask: BlockMask<'_>,
+    mask: BlockMask<'m>,
     key_block: usize,
-    scratch: &mut Scratch,
-    z: ArrayViewMut2<'_, f64>,
-) {
-    attend_with(s, q, head, softmax, mask, key_block, scratch, z);
+    scratch: &'a mut Scratch,
+    z: ArrayViewMut2<'a, f64>,
+}
+
+impl Kernel for Attend<'_, '_> {
+    type Out = ();
+
+    #[inline(always)]
+    fn run<S: Lanes>(self, s: S) {
+        let Attend {
+            q,
+            head,
+            softmax,
+            mask,
+            key_block,
+            scratch,
+            z,
+        } = self;
+        attend_with(s, q, head, softmax, mask, key_block, scratch, z);
+    }
 }
 
 #[inline(always)]
@@ -271,31 +261,31 @@ fn attend_with<S: Lanes>(
     scratch: &mut Scratch,
     mut z: ArrayViewMut2<'_, f64>,
 ) {
-    let (rows, d_k, n_keys, d_v) = (q.nrows(), q.ncols(), head.values.rows, head.values.cols);
+    let (rows, d_k, n_keys, d_v) = (q.nrows(), q.ncols(), head.values.rows(), head.values.cols());
     if n_keys == 0 {
         // No keys: the weights have no columns and `weights V` is all zeros.
         z.fill(0.0);
         return;
     }
-    let panels = rows.div_ceil(ROWS);
+    let panels = rows.div_ceil(S::ROWS);
     let width = d_v.div_ceil(COLS) * COLS;
     let key_block = match mask {
         Some((blocks, _)) => blocks.key_block,
         None => key_block.clamp(1, n_keys).next_multiple_of(COLS),
     };
-    let packed_q = scratch.q.fill(panels * d_k * ROWS, 0.0);
-    pack_rows(q, packed_q);
+    let packed_q = scratch.q.fill(panels * d_k * S::ROWS, 0.0);
+    pack_rows(q, S::ROWS, packed_q);
     let q_bounds: Vec<f64> = match mask {
         Some(_) => packed_q
-            .chunks_exact(d_k * ROWS)
+            .chunks_exact(d_k * S::ROWS)
             .map(|panel| magnitude(panel.iter()))
             .collect(),
         None => Vec::new(),
     };
-    let p = scratch.p.fill(key_block * ROWS, 0.0);
-    let acc = scratch.acc.fill(panels * width * ROWS, 0.0);
-    let max = scratch.max.fill(panels * ROWS, f64::NEG_INFINITY);
-    let sum = scratch.sum.fill(panels * ROWS, 0.0);
+    let p = scratch.p.fill(key_block * S::ROWS, 0.0);
+    let acc = scratch.acc.fill(panels * width * S::ROWS, 0.0);
+    let max = scratch.max.fill(panels * S::ROWS, f64::NEG_INFINITY);
+    let sum = scratch.sum.fill(panels * S::ROWS, 0.0);
     // d_k = 0: every score is an empty sum, 0 (the scale would be inf).
     let scale = if d_k == 0 {
         0.0
@@ -305,10 +295,10 @@ fn attend_with<S: Lanes>(
     for start in (0..n_keys).step_by(key_block) {
         let count = key_block.min(n_keys - start);
         for panel in 0..panels {
-            let q_panel = &packed_q[panel * d_k * ROWS..(panel + 1) * d_k * ROWS];
-            let live = ROWS.min(rows - panel * ROWS);
+            let q_panel = &packed_q[panel * d_k * S::ROWS..(panel + 1) * d_k * S::ROWS];
+            let live = S::ROWS.min(rows - panel * S::ROWS);
             let kind = mask.map(|(blocks, first)| {
-                let at = first + panel * ROWS;
+                let at = first + panel * S::ROWS;
                 (blocks.mask, at, blocks.kind(at, start))
             });
             if let Some((_, _, Block::Blocked)) = kind {
@@ -320,13 +310,18 @@ fn attend_with<S: Lanes>(
             let block_max = match kind {
                 None | Some((_, _, Block::Open)) => Some(block_max),
                 Some((mask, at, _)) => {
-                    mask.apply_lanes(&mut p[..count * ROWS], ROWS, (at, live), (start, count));
+                    mask.apply_lanes(
+                        &mut p[..count * S::ROWS],
+                        S::ROWS,
+                        (at, live),
+                        (start, count),
+                    );
                     None
                 }
             };
-            let lanes = panel * ROWS..(panel + 1) * ROWS;
-            let acc = &mut acc[panel * width * ROWS..(panel + 1) * width * ROWS];
-            let p = &mut p[..count * ROWS];
+            let lanes = panel * S::ROWS..(panel + 1) * S::ROWS;
+            let acc = &mut acc[panel * width * S::ROWS..(panel + 1) * width * S::ROWS];
+            let p = &mut p[..count * S::ROWS];
             online_softmax(
                 s,
                 p,
@@ -339,14 +334,14 @@ fn attend_with<S: Lanes>(
         }
     }
     for (i, mut z_row) in z.rows_mut().into_iter().enumerate() {
-        let (panel, lane) = (i / ROWS, i % ROWS);
+        let (panel, lane) = (i / S::ROWS, i % S::ROWS);
         let (m, l) = (max[i], sum[i]);
-        let acc = &acc[panel * width * ROWS + lane..];
+        let acc = &acc[panel * width * S::ROWS + lane..];
         // Every key blocked: zero weights where the softmax gives 0 / 0, as the full path
         // does; `acc` is then those weights times V (zeros, or NaN where V holds NaN or inf).
         let blocked = mask.is_some() && m == f64::NEG_INFINITY;
         for (c, z) in z_row.iter_mut().enumerate() {
-            let a = acc[c * ROWS];
+            let a = acc[c * S::ROWS];
             *z = if blocked { a } else { a / l };
         }
         if softmax == Softmax::Naive && !blocked {
@@ -356,7 +351,7 @@ fn attend_with<S: Lanes>(
 }
 
 /// `p` = one panel's scores over `count` keys, key-major: `q_panel` (`d_k` rows of
-/// [`ROWS`]) times the key panels from `keys`, times `scale`. Returns the largest score of
+/// a panel's lanes) times the key panels from `keys`, times `scale`. Returns the largest score of
 /// each lane (NaN if one is NaN), so that an unmasked block needs no pass to find it.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -369,7 +364,7 @@ fn scores<S: Lanes>(
     scale: f64,
     p: &mut [f64],
 ) -> [S::V; VECS] {
-    let d_k = keys.rows;
+    let d_k = keys.rows();
     let scale = s.splat(scale);
     let mut max = [s.splat(f64::NEG_INFINITY); VECS];
     for first in (0..count).step_by(COLS) {
@@ -378,8 +373,13 @@ fn scores<S: Lanes>(
             for r in 0..VECS {
                 let scores = s.mul(column[r], scale);
                 max[r] = s.max(max[r], scores);
-                // SAFETY: p holds key_block >= count keys of ROWS lanes.
-                unsafe { s.store(p[(first + j) * ROWS + 4 * r..].as_mut_ptr(), scores) };
+                // SAFETY: p holds key_block >= count keys of S::ROWS lanes.
+                unsafe {
+                    s.store(
+                        p[(first + j) * S::ROWS + S::WIDTH * r..].as_mut_ptr(),
+                        scores,
+                    )
+                };
             }
         }
     }
@@ -389,42 +389,17 @@ fn scores<S: Lanes>(
 /// `acc += weights V` for one panel: `p` holds the weights of keys `start..`, key-major.
 #[inline(always)]
 fn weights_times_values<S: Lanes>(s: S, p: &[f64], values: &Panels, start: usize, acc: &mut [f64]) {
-    let count = p.len() / ROWS;
-    for (t, acc) in acc.chunks_exact_mut(COLS * ROWS).enumerate() {
+    let count = p.len() / S::ROWS;
+    for (t, acc) in acc.chunks_exact_mut(COLS * S::ROWS).enumerate() {
         let tile = tile(s, count, p, values.panel(t, start));
         for (j, column) in tile.iter().enumerate() {
             for (r, &sum) in column.iter().enumerate() {
-                let at = acc[j * ROWS + 4 * r..].as_mut_ptr();
-                // SAFETY: acc holds COLS columns of ROWS lanes.
+                let at = acc[j * S::ROWS + S::WIDTH * r..].as_mut_ptr();
+                // SAFETY: acc holds COLS columns of S::ROWS lanes.
                 unsafe { s.store(at, s.add(s.load(at), sum)) };
             }
         }
     }
-}
-
-/// The register tile: `a` (`k` rows of [`ROWS`]) times `b` (`k` rows of [`COLS`]), as
-/// [`COLS`] columns of [`VECS`] vectors.
-#[inline(always)]
-fn tile<S: Lanes>(s: S, k: usize, a: &[f64], b: &[f64]) -> [[S::V; VECS]; COLS] {
-    assert!(a.len() >= k * ROWS && b.len() >= k * COLS, "tile operands");
-    let mut c = [[s.splat(0.0); VECS]; COLS];
-    let (a, b) = (a.as_ptr(), b.as_ptr());
-    for i in 0..k {
-        // SAFETY: checked above: row i of a and of b are in bounds.
-        let mut row = [s.splat(0.0); VECS];
-        for (r, row) in row.iter_mut().enumerate() {
-            // SAFETY: as below.
-            *row = unsafe { s.load(a.add(i * ROWS + 4 * r)) };
-        }
-        for (j, column) in c.iter_mut().enumerate() {
-            // SAFETY: as above.
-            let b = s.splat(unsafe { *b.add(i * COLS + j) });
-            for (c, &a) in column.iter_mut().zip(&row) {
-                *c = s.fma(a, b, *c);
-            }
-        }
-    }
-    c
 }
 
 /// One block of the online softmax for one panel, on whole vectors: raises the running max
@@ -446,10 +421,10 @@ fn online_softmax<S: Lanes>(
         [s.splat(0.0); VECS],
         [s.splat(0.0); VECS],
     );
-    // SAFETY (every load and store below): max and sum hold ROWS lanes, p and acc whole
-    // rows of ROWS lanes.
+    // SAFETY (every load and store below): max and sum hold S::ROWS lanes, p and acc whole
+    // rows of S::ROWS lanes.
     for r in 0..VECS {
-        old[r] = unsafe { s.load(max[4 * r..].as_ptr()) };
+        old[r] = unsafe { s.load(max[S::WIDTH * r..].as_ptr()) };
         new[r] = old[r];
     }
     match block_max {
@@ -459,9 +434,9 @@ fn online_softmax<S: Lanes>(
             }
         }
         None => {
-            for scores in p.chunks_exact(ROWS) {
+            for scores in p.chunks_exact(S::ROWS) {
                 for r in 0..VECS {
-                    new[r] = s.max(new[r], unsafe { s.load(scores[4 * r..].as_ptr()) });
+                    new[r] = s.max(new[r], unsafe { s.load(scores[S::WIDTH * r..].as_ptr()) });
                 }
             }
         }
@@ -471,9 +446,9 @@ fn online_softmax<S: Lanes>(
         shift[r] = s.mul(s.zero_neg_infinity(new[r]), s.splat(-1.0));
     }
     let mut block_sum = [s.splat(0.0); VECS];
-    for scores in p.chunks_exact_mut(ROWS) {
+    for scores in p.chunks_exact_mut(S::ROWS) {
         for r in 0..VECS {
-            let at = scores[4 * r..].as_mut_ptr();
+            let at = scores[S::WIDTH * r..].as_mut_ptr();
             let e = exp(s, s.add(unsafe { s.load(at) }, shift[r]));
             unsafe { s.store(at, e) };
             block_sum[r] = s.add(block_sum[r], e);
@@ -482,18 +457,18 @@ fn online_softmax<S: Lanes>(
     let mut rescale = [s.splat(0.0); VECS];
     for r in 0..VECS {
         rescale[r] = exp(s, s.add(old[r], shift[r]));
-        let l = unsafe { s.load(sum[4 * r..].as_ptr()) };
+        let l = unsafe { s.load(sum[S::WIDTH * r..].as_ptr()) };
         unsafe {
             s.store(
-                sum[4 * r..].as_mut_ptr(),
+                sum[S::WIDTH * r..].as_mut_ptr(),
                 s.fma(l, rescale[r], block_sum[r]),
             )
         };
-        unsafe { s.store(max[4 * r..].as_mut_ptr(), new[r]) };
+        unsafe { s.store(max[S::WIDTH * r..].as_mut_ptr(), new[r]) };
     }
-    for column in acc.chunks_exact_mut(ROWS) {
+    for column in acc.chunks_exact_mut(S::ROWS) {
         for r in 0..VECS {
-            let at = column[4 * r..].as_mut_ptr();
+            let at = column[S::WIDTH * r..].as_mut_ptr();
             unsafe { s.store(at, s.mul(s.load(at), rescale[r])) };
         }
     }

@@ -48,7 +48,6 @@
 
 mod engine;
 mod kernel;
-mod simd;
 
 use ndarray::{s, Array2, ArrayView2};
 
@@ -57,6 +56,7 @@ use engine::{run, HeadCols, Plan};
 
 use crate::error::AttentionError;
 use crate::mask::Mask;
+use crate::simd::Simd;
 use crate::softmax::Softmax;
 
 /// Block sizes and thread count of the streaming path, given to [`Attend::streaming`](crate::attend::Attend::streaming).
@@ -67,7 +67,7 @@ use crate::softmax::Softmax;
 /// ```
 /// use attention_lab::prelude::*;
 ///
-/// let tiny = Streaming { query_block: 2, key_block: 3, threads: 1 };
+/// let tiny = Streaming { query_block: 2, key_block: 3, threads: 1, ..Streaming::default() };
 /// let x = array![[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, -1.0]];
 /// let head = Head::new(Array2::eye(2), Array2::eye(2), Array2::eye(2))?;
 /// let z: Array2<f64> = head.forward(&x, &Attend::new().streaming(tiny))?;
@@ -77,14 +77,17 @@ use crate::softmax::Softmax;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Streaming {
     /// Query rows one unit of work (one head over a block of rows) takes, at most, rounded
-    /// up to whole panels of 8 rows; fewer when that would leave a thread fewer than four
-    /// units to share the load.
+    /// up to whole panels of the kernel's rows (16 on AVX-512, 8 otherwise); fewer when that
+    /// would leave a thread fewer than four units to share the load.
     pub query_block: usize,
     /// Keys and values read per step of the online softmax, rounded up to a multiple of 6
     /// (the kernel's tile).
     pub key_block: usize,
     /// Threads to use; 0 means one per core.
     pub threads: usize,
+    /// The vector instructions to run on: [`Simd::Auto`] picks the widest this CPU has (or
+    /// the one `ATTENTION_LAB_SIMD` names); a path the CPU lacks is an error.
+    pub simd: Simd,
 }
 
 impl Default for Streaming {
@@ -93,11 +96,20 @@ impl Default for Streaming {
             query_block: 192,
             key_block: 288,
             threads: 0,
+            simd: Simd::Auto,
         }
     }
 }
 
 impl Streaming {
+    /// These settings with [`Simd::Auto`] replaced by the path it picks.
+    fn resolved(self) -> Result<Streaming, AttentionError> {
+        Ok(Streaming {
+            simd: self.simd.resolve()?,
+            ..self
+        })
+    }
+
     fn threads_for(self, blocks: usize) -> usize {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let wanted = if self.threads == 0 {
@@ -132,6 +144,7 @@ pub(crate) fn attention(
     if let Some(mask) = mask {
         mask.check(q.nrows(), k.nrows())?;
     }
+    let streaming = streaming.resolved()?;
     let plan = Plan {
         heads: vec![HeadCols {
             q: 0,
