@@ -8,7 +8,7 @@
 //! are packed in blocks of [`KC`] of the shared dimension: a panel of `x` (12 KiB) stays in
 //! the first-level cache while a group of `w`'s panels (about 512 KiB) stays in the second.
 
-use ndarray::{ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{s, ArrayView2, ArrayViewMut2, Axis};
 
 use crate::parallel;
 use crate::simd::{dispatch, Kernel, Lanes, Simd};
@@ -148,12 +148,11 @@ pub(crate) fn product(
     parallel::each_part(parts, |(part, chunk)| {
         for (i, panel) in chunk.chunks_exact_mut(kc * COLS).enumerate() {
             let (block, p) = ((part * per + i) / x_panels, (part * per + i) % x_panels);
-            let rows = p * COLS..m.min((p + 1) * COLS);
-            for (d, packed) in
-                (block * kc..k.min((block + 1) * kc)).zip(panel.chunks_exact_mut(COLS))
-            {
-                for (to, row) in packed.iter_mut().zip(rows.clone()) {
-                    *to = x[[row, d]];
+            let depth = block * kc..k.min((block + 1) * kc);
+            let rows = x.slice(s![p * COLS..m.min((p + 1) * COLS), depth]);
+            for (j, row) in rows.rows().into_iter().enumerate() {
+                for (to, &value) in panel[j..].iter_mut().step_by(COLS).zip(&row) {
+                    *to = value;
                 }
             }
         }
@@ -192,16 +191,18 @@ fn pack_columns(
     let k = ws[0].nrows();
     let panels = count.div_ceil(lanes);
     let mut packed = vec![0.0; k.div_ceil(kc) * panels * kc * lanes];
-    // Each w's columns in range, with their place among the count.
+    // Each w's columns in range, row by row, with their place among the count.
     let mut start = 0;
     for w in ws {
         let (lo, hi) = (first.max(start), (first + count).min(start + w.ncols()));
-        for c in lo..hi {
-            let (column, at) = (w.column(c - start), c - first);
-            let (p, lane) = (at / lanes, at % lanes);
-            for (d, &value) in column.iter().enumerate() {
+        if lo < hi {
+            let part = w.slice(s![.., lo - start..hi - start]);
+            for (d, row) in part.rows().into_iter().enumerate() {
                 let (block, i) = (d / kc, d % kc);
-                packed[((block * panels + p) * kc + i) * lanes + lane] = value;
+                for (c, &value) in (lo - first..).zip(&row) {
+                    let (p, lane) = (c / lanes, c % lanes);
+                    packed[((block * panels + p) * kc + i) * lanes + lane] = value;
+                }
             }
         }
         start += w.ncols();
@@ -306,7 +307,7 @@ unsafe fn store<S: Lanes>(s: S, to: *mut f64, v: S::V, live: usize, add: bool) {
 mod tests {
     use super::*;
     use crate::simd::tests::paths;
-    use ndarray::{s, Array2};
+    use ndarray::Array2;
     use ndarray_rand::rand::{rngs::StdRng, SeedableRng};
     use ndarray_rand::{rand_distr::StandardNormal, RandomExt};
 

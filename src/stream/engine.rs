@@ -229,6 +229,7 @@ pub(super) fn run(
             let head = PackedHead::new(
                 k.slice(s![.., cols.k..cols.k + cols.d_k]),
                 v.slice(s![.., cols.v..cols.v + cols.d_v]),
+                plan.mask.is_some(),
             );
             *slot.lock().expect("one thread packs a head") = Some(head);
         },

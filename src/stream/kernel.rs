@@ -29,8 +29,9 @@ use crate::simd::{dispatch, exp, Kernel, Lanes, Simd};
 use crate::softmax::Softmax;
 
 /// One head's keys and values, packed for [`attend`]: K^T (d_k x keys) and V (keys x d_v),
-/// and for each panel of [`COLS`] keys the largest magnitude in its keys and in its values
-/// (inf if one is NaN), which tell when a block the mask blocks whole can be skipped.
+/// and, under a mask, for each panel of [`COLS`] keys the largest magnitude in its keys and
+/// in its values (inf if one is NaN), which tell when a block the mask blocks whole can be
+/// skipped.
 pub(super) struct PackedHead {
     keys: Panels,
     values: Panels,
@@ -39,9 +40,12 @@ pub(super) struct PackedHead {
 }
 
 impl PackedHead {
-    /// Packs `k` (keys x d_k) and `v` (keys x d_v).
-    pub(super) fn new(k: ArrayView2<'_, f64>, v: ArrayView2<'_, f64>) -> PackedHead {
+    /// Packs `k` (keys x d_k) and `v` (keys x d_v), with their bounds when `masked`.
+    pub(super) fn new(k: ArrayView2<'_, f64>, v: ArrayView2<'_, f64>, masked: bool) -> PackedHead {
         let bounds = |x: ArrayView2<'_, f64>| -> Vec<f64> {
+            if !masked {
+                return Vec::new();
+            }
             x.axis_chunks_iter(Axis(0), COLS)
                 .map(|rows| magnitude(rows.iter()))
                 .collect()
