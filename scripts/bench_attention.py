@@ -6,7 +6,13 @@ each run's peak memory. Then this machine's dgemm rate on the same threads (the 
 and PyTorch), which gives each figure's GEMM-bound time: the pass's floating-point work at that
 rate. Names the CPU (model and vector flags, from /proc/cpuinfo) and PyTorch's BLAS.
 
-Writes bench/attention.json and the block between the markers of BENCHMARKS.md.
+On a CPU with AVX-512, the streaming path also runs with ATTENTION_LAB_SIMD=avx2 (its AVX2
+path, as an AVX2-only CPU runs it), side by side in the same rounds.
+
+Writes bench/attention-<cpu kind>.json and the block of BENCHMARKS.md between this CPU kind's
+markers (one block per kind: a CPU model name, family and model number, and its widest vector
+path), adding the block at the end of the section when the kind is new; other kinds' blocks
+stay as they were measured.
 
 Every implementation gets the same inputs: np.random.seed(0); x = rand(N, D), then W_Q, W_K,
 W_V, W_O each rand(D, D) / D (the Rust side draws them with attention_lab::np::RandomState).
@@ -15,8 +21,8 @@ Each is timed in a process of its own (examples/attention_forward for Rust, this
 turns within each size, round after round (seven; one at N = 16384), a run or a few each, so that a slow
 spell of the machine falls on all of them. Medians over every run of every round.
 
-Run from the repository root (about 25 minutes):
-    .venv/bin/python scripts/bench_attention.py [--baseline REV] [--quick]
+Run from the repository root (about 25 minutes; --sizes 128,1024,4096 --rounds 3, about 10):
+    .venv/bin/python scripts/bench_attention.py [--baseline REV] [--quick] [--sizes N,..] [--rounds R]
 """
 import argparse
 import json
@@ -47,8 +53,11 @@ EXTRA = [
     ((4096, D, H), ["streaming-causal", "torch-causal", "head"], 1),
 ]
 THREADS = [1, 2]
-MARK_BEGIN = "<!-- bench_attention.py: begin -->"
-MARK_END = "<!-- bench_attention.py: end -->"
+# One block of BENCHMARKS.md per CPU kind, between these markers (the kind after "begin").
+MARK_BEGIN = "<!-- bench_attention.py: begin {kind} -->"
+MARK_END = "<!-- bench_attention.py: end {kind} -->"
+# Where a new kind's block goes: before this line of BENCHMARKS.md.
+NEW_KINDS_BEFORE = "<!-- bench_attention.py: new CPU kinds above -->"
 
 
 def flops(path, n, d, h):
@@ -186,7 +195,9 @@ def measure(impl, n, d, h, threads, runs, binaries):
         got, _ = run_json(cmd, env)
         return got["runs_ms"], got["peak_mib"] - got["base_mib"]
     binary = binaries["baseline" if impl == "baseline" else "current"]
-    path = "streaming" if impl == "baseline" else impl
+    path = "streaming" if impl in ("baseline", "streaming-avx2") else impl
+    if impl == "streaming-avx2":
+        env = dict(env, ATTENTION_LAB_SIMD="avx2")
     # The baseline's example may time its first pass too (it did before it warmed up): one
     # more run, the first dropped.
     extra = 1 if impl == "baseline" else 0
@@ -202,18 +213,30 @@ def build_example(root, target):
 
 
 def cpu():
-    """Model, vector flags and logical CPUs, from /proc/cpuinfo."""
+    """Model, family and model number, vector flags and logical CPUs, from /proc/cpuinfo, and
+    the kind of CPU they make (the key of its block in BENCHMARKS.md)."""
     text = pathlib.Path("/proc/cpuinfo").read_text()
     model = re.search(r"^model name\s*:\s*(.*)$", text, re.M).group(1).strip()
     family = re.search(r"^cpu family\s*:\s*(\d+)", text, re.M)
+    number = re.search(r"^model\s*:\s*(\d+)", text, re.M)
     flags = set(re.search(r"^flags\s*:\s*(.*)$", text, re.M).group(1).split())
     vector = sorted(f for f in flags if re.match(r"(sse4_2|avx|avx2|fma|avx512.*|amx.*)$", f))
+    widest = "AVX-512" if "avx512f" in flags else "AVX2" if {"avx2", "fma"} <= flags else "no AVX2"
+    family = int(family.group(1)) if family else None
+    number = int(number.group(1)) if number else None
     return {
         "model": model,
-        "family": int(family.group(1)) if family else None,
+        "family": family,
+        "model_number": number,
         "logical_cpus": text.count("processor\t:"),
         "vector_flags": vector,
+        "widest": widest,
+        "kind": f"{model}, family {family} model {number}, {widest}",
     }
+
+
+def slug(kind):
+    return re.sub(r"[^a-z0-9]+", "-", kind.lower()).strip("-")
 
 
 def torch_config():
@@ -229,6 +252,7 @@ def main():
     parser.add_argument("--baseline", help="also time the streaming path built at this commit")
     parser.add_argument("--rounds", type=int, default=7, help="rounds below N = 16384 (one there)")
     parser.add_argument("--quick", action="store_true", help="N = 256 and 1024 only, one round")
+    parser.add_argument("--sizes", help="only these N, comma-separated (128 is the (128, 64, 4) layer)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--d", type=int, help=argparse.SUPPRESS)
@@ -262,6 +286,11 @@ def main():
         plan = SIZES + EXTRA
         if args.quick:
             plan = [p for p in plan if p[0][0] in (256, 1024)]
+        if args.sizes:
+            wanted = {int(n) for n in args.sizes.split(",")}
+            plan = [p for p in plan if p[0][0] in wanted]
+        if conditions["cpu"]["widest"] == "AVX-512":
+            plan = [(size, [i for imp in impls for i in ([imp, "streaming-avx2"] if imp == "streaming" else [imp])], runs) for size, impls, runs in plan]
         rounds = 1 if args.quick else args.rounds
         rows = []
         for (n, d, h), impls, runs in plan:
@@ -285,7 +314,7 @@ def main():
         rates[str(threads)] = got
     conditions["load_after"] = os.getloadavg()[0]
     result = {"conditions": conditions, "rows": rows, "dgemm_gflops": rates}
-    out = ROOT / "bench" / "attention.json"
+    out = ROOT / "bench" / f"attention-{slug(conditions['cpu']['kind'])}.json"
     with tempfile.NamedTemporaryFile("w", dir=out.parent, delete=False) as f:
         json.dump(result, f, indent=1)
     os.replace(f.name, out)
@@ -304,8 +333,12 @@ def write_report(result):
     c, rows = result["conditions"], result["rows"]
     cpu, torch = c["cpu"], c["torch"]
     base = f"`{c['baseline']}`" if c.get("baseline") else None
+    kind = cpu.get("kind", "")
+    avx2 = any("streaming-avx2" in row["ms"] for row in rows)
     lines = [
-        MARK_BEGIN,
+        MARK_BEGIN.format(kind=kind),
+        "",
+        f"### {kind}",
         "",
         f"Measured {c['date']} on `{c['commit']}`"
         + (f" (baseline: the streaming path at {base})" if base else "")
@@ -327,9 +360,10 @@ def write_report(result):
     lines += [
         "",
         "| (N, D, H) | threads | GFLOP | streaming | "
+        + ("its AVX2 path | " if avx2 else "")
         + (f"streaming at {base} | " if base else "")
         + "full, keeps weights | NumPy | PyTorch | streaming / PyTorch | bound | streaming / bound | PyTorch / bound |",
-        "|---|---|---|---|" + ("---|" if base else "") + "---|---|---|---|---|---|---|",
+        "|---|---|---|---|" + ("---|" if avx2 else "") + ("---|" if base else "") + "---|---|---|---|---|---|---|",
     ]
     fmt = lambda row, impl: f"{row['ms'][impl]:.2f}" if impl in row["ms"] else "-"
     for row in rows:
@@ -342,6 +376,7 @@ def write_report(result):
         torch_ms = row["ms"].get("torch")
         lines.append(
             f"| ({n}, {d}, {h}) | {t} | {gflop:.2f} | **{s:.2f}** | "
+            + (f"{fmt(row, 'streaming-avx2')} | " if avx2 else "")
             + (f"{fmt(row, 'baseline')} | " if base else "")
             + f"{fmt(row, 'full')} | {fmt(row, 'numpy')} | {fmt(row, 'torch')} | "
             + (f"**{s / torch_ms:.2f}**" if torch_ms else "-")
@@ -385,11 +420,15 @@ def write_report(result):
     for row in rows:
         if "streaming" in row["mib"]:
             lines.append(f"| ({row['n']}, {row['d']}, {row['h']}) | {row['threads']} | {mem(row, 'streaming')} | {mem(row, 'full')} | {mem(row, 'numpy')} | {mem(row, 'torch')} |")
-    lines += ["", MARK_END]
+    lines += ["", MARK_END.format(kind=kind)]
     path = ROOT / "BENCHMARKS.md"
     text = path.read_text()
     block = "\n".join(lines)
-    text = re.sub(re.escape(MARK_BEGIN) + ".*?" + re.escape(MARK_END), lambda _: block, text, flags=re.S)
+    begin, end = MARK_BEGIN.format(kind=kind), MARK_END.format(kind=kind)
+    if begin in text:
+        text = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+    else:
+        text = text.replace(NEW_KINDS_BEFORE, block + "\n\n" + NEW_KINDS_BEFORE)
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
