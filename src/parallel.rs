@@ -4,8 +4,10 @@
 //! matrices take the same path as before, and each row or head is computed by the same code
 //! either way: only which thread computes it changes, never its arithmetic.
 
-use ndarray::linalg::general_mat_mul;
-use ndarray::{s, Array1, Array2, ArrayView2, Axis};
+use ndarray::{Array1, Array2, ArrayView2, Axis};
+
+use crate::gemm;
+use crate::simd::Simd;
 
 /// Multiply-adds below which a thread costs more than it saves (a thread starts in tens of
 /// microseconds; 2^20 multiply-adds take about a millisecond).
@@ -69,31 +71,29 @@ pub(crate) fn project_here(
     }
 }
 
-/// `x w + b` with the columns of `w` (and `b`) shared among the threads: each thread packs
-/// only its share of `w`, which for a wide weight matrix and few rows is most of the work,
-/// and writes its own columns of the result.
+/// `x w + b`, for a product of [`MIN_WORK`] multiply-adds or more on the widest vector path
+/// this CPU has ([`gemm::product`]), its columns shared among the threads; a smaller one
+/// on the calling thread as [`project_here`] computes it.
 pub(crate) fn project(
     x: ArrayView2<'_, f64>,
     w: &Array2<f64>,
     b: Option<&Array1<f64>>,
 ) -> Array2<f64> {
-    let n = w.ncols();
-    let blocks = threads(n, x.nrows().saturating_mul(w.len()));
-    if blocks <= 1 {
+    let (n, work) = (w.ncols(), x.nrows().saturating_mul(w.len()));
+    if work < MIN_WORK {
         return project_here(x, w, b);
     }
-    let cols = n.div_ceil(blocks);
     let mut out = Array2::zeros((x.nrows(), n));
-    each_part(
-        out.axis_chunks_iter_mut(Axis(1), cols).enumerate(),
-        |(i, mut part)| {
-            let range = i * cols..i * cols + part.ncols();
-            general_mat_mul(1.0, &x, &w.slice(s![.., range.clone()]), 0.0, &mut part);
-            if let Some(b) = b {
-                part += &b.slice(s![range]);
-            }
-        },
+    gemm::product(
+        Simd::widest(),
+        x,
+        &[w.view()],
+        out.view_mut(),
+        threads(n, work),
     );
+    if let Some(b) = b {
+        out += b;
+    }
     out
 }
 
@@ -140,10 +140,16 @@ mod tests {
             threads(517, 130 * w.len()) > 1
                 || std::thread::available_parallelism().map_or(1, usize::from) == 1
         );
-        assert_eq!(
-            project(x.view(), &w, Some(&b)),
-            project_here(x.view(), &w, Some(&b))
-        );
+        let shared = project(x.view(), &w, Some(&b));
+        let mut alone = Array2::zeros((130, 517));
+        gemm::product(Simd::widest(), x.view(), &[w.view()], alone.view_mut(), 1);
+        assert_eq!(shared, alone + &b);
+        // And within rounding of ndarray's product.
+        let here = project_here(x.view(), &w, Some(&b));
+        assert!(shared
+            .iter()
+            .zip(&here)
+            .all(|(a, b)| (a - b).abs() <= 1e-12 * b.abs().max(1.0)));
         #[cfg(feature = "encoder")]
         assert_eq!(map_elements(&x, MIN_WORK, f64::exp), x.mapv(f64::exp));
         assert_eq!(
