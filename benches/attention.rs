@@ -1,8 +1,9 @@
-//! Forward pass of a multi-head layer: the streaming path against the path that keeps every
-//! intermediate, plus this build's dgemm rate (the GEMM-bound yardstick).
+//! Forward pass of a multi-head layer: the streaming path on each vector path this CPU runs
+//! (AVX-512, AVX2, portable) against the path that keeps every intermediate, plus this build's
+//! dgemm rate (the GEMM-bound yardstick).
 //!
 //! `cargo bench --bench attention` (add `--features blas` for OpenBLAS's products); `scripts/bench_attention.py` runs it beside NumPy and PyTorch
-//! and writes BENCHMARKS.md. Filter as criterion does: `-- attention/1024x512x8`.
+//! and writes BENCHMARKS.md. Filter as criterion does: `-- attention/streaming-avx512/1024x512x8`.
 
 use std::time::Duration;
 
@@ -29,13 +30,24 @@ fn attention(c: &mut Criterion) {
         group.throughput(Throughput::Elements(flops(n, d)));
         group.sample_size(if n >= 4096 { 10 } else { 20 });
         group.measurement_time(Duration::from_secs(if n >= 1024 { 10 } else { 3 }));
-        group.bench_with_input(BenchmarkId::new("streaming", &size), &x, |b, x| {
-            b.iter(|| {
-                layer
-                    .forward(x, &Attend::new().streaming(Streaming::default()))
-                    .expect("shapes agree")
-            })
-        });
+        // Each vector path this CPU runs, side by side (`streaming-avx512`, ...).
+        for simd in Simd::ALL
+            .into_iter()
+            .filter(|simd| simd.missing().is_none())
+        {
+            let streaming = Streaming {
+                simd,
+                ..Streaming::default()
+            };
+            let id = BenchmarkId::new(format!("streaming-{}", simd.name()), &size);
+            group.bench_with_input(id, &x, |b, x| {
+                b.iter(|| {
+                    layer
+                        .forward(x, &Attend::new().streaming(streaming))
+                        .expect("shapes agree")
+                })
+            });
+        }
         group.bench_with_input(BenchmarkId::new("full", &size), &x, |b, x| {
             b.iter(|| {
                 layer
