@@ -4,7 +4,7 @@
 //! matrices take the same path as before, and each row or head is computed by the same code
 //! either way: only which thread computes it changes, never its arithmetic.
 
-use ndarray::{Array1, Array2, ArrayView2, Axis};
+use ndarray::{Array1, Array2, ArrayView2};
 
 use crate::gemm;
 use crate::simd::Simd;
@@ -113,8 +113,8 @@ pub(crate) fn map_elements(
     let rows = n.div_ceil(blocks);
     let mut out = Array2::zeros(x.dim());
     let parts = out
-        .axis_chunks_iter_mut(Axis(0), rows)
-        .zip(x.axis_chunks_iter(Axis(0), rows));
+        .axis_chunks_iter_mut(ndarray::Axis(0), rows)
+        .zip(x.axis_chunks_iter(ndarray::Axis(0), rows));
     each_part(parts, |(part, from)| {
         ndarray::Zip::from(part)
             .and(from)
