@@ -276,7 +276,8 @@ def main():
     binaries = {"current": build_example(ROOT, os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))}
     with tempfile.TemporaryDirectory() as scratch:
         if args.baseline:
-            tree = pathlib.Path(scratch, "baseline")
+            # A fixed place, so that cargo reuses the last run's build of the same commit.
+            tree = ROOT / "target" / "baseline-tree"
             subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.baseline], cwd=ROOT, check=True)
             try:
                 binaries["baseline"] = build_example(tree, ROOT / "target" / "baseline")

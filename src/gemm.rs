@@ -22,6 +22,8 @@ pub(crate) const VECS: usize = 2;
 const KC: usize = 256;
 /// Bytes of `w`'s panels a group holds, to stay in a second-level cache.
 const GROUP_BYTES: usize = 512 * 1024;
+/// Values of `x` below which one thread packs it (tens of microseconds, a thread's start).
+const PACK_ALONE: usize = 1 << 16;
 
 /// Lanes a panel holds on the path `simd` (resolved): [`VECS`] vectors, 16 on AVX-512 and 8
 /// otherwise.
@@ -141,11 +143,12 @@ pub(crate) fn product(
     let (blocks, x_panels) = (k.div_ceil(kc), m.div_ceil(COLS));
     let threads = threads.clamp(1, n.div_ceil(lanes));
     // x in panels of COLS rows, block by block of the shared dimension (kc rows a panel,
-    // the last block's padded with zeros), packed by every thread.
+    // the last block's padded with zeros), packed by every thread; a small x by the calling
+    // thread alone, which costs less than starting one.
     let mut xp = vec![0.0; blocks * x_panels * kc * COLS];
-    let per = (blocks * x_panels).div_ceil(threads);
-    let parts = xp.chunks_mut(per * kc * COLS).enumerate();
-    parallel::each_part(parts, |(part, chunk)| {
+    let packers = if m * k < PACK_ALONE { 1 } else { threads };
+    let per = (blocks * x_panels).div_ceil(packers);
+    let pack = |(part, chunk): (usize, &mut [f64])| {
         for (i, panel) in chunk.chunks_exact_mut(kc * COLS).enumerate() {
             let (block, p) = ((part * per + i) / x_panels, (part * per + i) % x_panels);
             let depth = block * kc..k.min((block + 1) * kc);
@@ -156,7 +159,13 @@ pub(crate) fn product(
                 }
             }
         }
-    });
+    };
+    let parts = xp.chunks_mut(per * kc * COLS).enumerate();
+    if packers == 1 {
+        parts.for_each(pack);
+    } else {
+        parallel::each_part(parts, pack);
+    }
     // Whole panels of columns a thread; each packs its own share of the w's.
     let cols = n.div_ceil(lanes).div_ceil(threads) * lanes;
     let xp = &xp;
@@ -341,6 +350,8 @@ mod tests {
                 (13, 257, vec![17, 5, 9]),
                 (37, 600, vec![64, 64, 64]),
                 (130, 64, vec![300]),
+                // Past PACK_ALONE: x packed by every thread.
+                (300, 257, vec![40, 3]),
             ] {
                 let x = random(m, k);
                 let ws: Vec<_> = widths.iter().map(|&c| random(k, c)).collect();
