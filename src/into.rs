@@ -1,7 +1,7 @@
 //! Steps that write into matrices the caller already has, so that a pass run again (or the
 //! next layer) reuses the memory of the last one instead of asking the system for new pages:
-//! the encoder's buffers ([`crate::encoder::EncoderBuffers`]) and the full path of
-//! [`crate::heads`] go through these.
+//! the encoder's buffers (`EncoderBuffers`, feature `encoder`) and the full path of
+//! `heads` go through these.
 //!
 //! The products still go through `parallel::project` and `parallel::project_here` (whose
 //! result is then copied into place), so that a faster product there reaches every path; a
