@@ -4,7 +4,7 @@
 use ndarray::{Array1, Array2, ArrayView2};
 
 use crate::error::{AttentionError, Operand};
-use crate::into::{fit, project_into};
+use crate::into::{project_to, put};
 use crate::parallel;
 
 /// GELU with the exact Gaussian CDF, `x/2 (1 + erf(x/sqrt(2)))`: PyTorch's `nn.GELU()` and
@@ -149,14 +149,13 @@ impl FeedForward {
             ));
         }
         // On several cores for a long input; an erf costs a few dozen multiply-adds.
-        fit(&mut out.hidden, (x.nrows(), self.w1.ncols()));
-        project_into(x, &self.w1, Some(&self.b1), out.hidden.view_mut());
-        fit(&mut out.activated, out.hidden.dim());
-        out.activated
-            .assign(&parallel::map_elements(&out.hidden, 32, gelu));
-        fit(&mut out.output, (x.nrows(), self.w2.ncols()));
+        project_to(x, &self.w1, Some(&self.b1), &mut out.hidden);
+        put(
+            &mut out.activated,
+            parallel::map_elements(&out.hidden, 32, gelu),
+        );
         let activated = out.activated.view();
-        project_into(activated, &self.w2, Some(&self.b2), out.output.view_mut());
+        project_to(activated, &self.w2, Some(&self.b2), &mut out.output);
         Ok(())
     }
 }

@@ -5,7 +5,7 @@ use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, ArrayViewMut3};
 
 use crate::attention::{attend_into, SCORES};
 use crate::error::{AttentionError, Operand};
-use crate::into::{each, fit, fit_matrix, project_here_into, project_into};
+use crate::into::{each, fit, fit_matrix, project_here_to, project_to};
 use crate::mask::Mask;
 use crate::softmax::Softmax;
 
@@ -329,8 +329,7 @@ impl Head {
             (&mut out.k, key, &self.wk, b.map(|b| &b.bk)),
             (&mut out.v, value, &self.wv, b.map(|b| &b.bv)),
         ] {
-            fit(y, (input.nrows(), w.ncols()));
-            project_here_into(input, w, b, y.view_mut());
+            project_here_to(input, w, b, y);
         }
         fit(&mut out.z, (x.nrows(), self.wv.ncols()));
         let n = (x.nrows(), key.nrows());
@@ -657,8 +656,7 @@ impl MultiHead {
         match &self.wo {
             Some(wo) => {
                 let output = out.output.get_or_insert_with(|| Array2::zeros((0, 0)));
-                fit(output, (x.nrows(), wo.ncols()));
-                project_into(out.concat.view(), wo, self.bo.as_ref(), output.view_mut());
+                project_to(out.concat.view(), wo, self.bo.as_ref(), output);
             }
             None => out.output = None,
         }

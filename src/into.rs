@@ -4,12 +4,13 @@
 //! `heads` go through these.
 //!
 //! The products still go through `parallel::project` and `parallel::project_here` (whose
-//! result is then copied into place), so that a faster product there reaches every path; a
-//! product that writes straight into `out` would save that copy and its short-lived matrix.
+//! result is then copied into a buffer that has its shape, or moved in as the buffer), so that
+//! a faster product there reaches every path; a product that writes straight into `out` would
+//! save that copy and its short-lived matrix.
 
 use std::sync::{Mutex, PoisonError};
 
-use ndarray::{Array, Array1, Array2, ArrayView2, ArrayViewMut2, Dimension, IntoDimension};
+use ndarray::{Array, Array1, Array2, ArrayView2, Dimension, IntoDimension};
 
 use crate::error::{reserve_matrix, AttentionError};
 use crate::parallel;
@@ -60,23 +61,33 @@ pub(crate) fn each<P: Send, T: Send>(
     })
 }
 
-/// `x w`, plus `b` on every row when there is a bias, written into `out` (x's rows x w's
-/// columns): `parallel::project_here`, on the calling thread.
-pub(crate) fn project_here_into(
-    x: ArrayView2<'_, f64>,
-    w: &Array2<f64>,
-    b: Option<&Array1<f64>>,
-    mut out: ArrayViewMut2<'_, f64>,
-) {
-    out.assign(&parallel::project_here(x, w, b));
+/// `y` into `out`: copied when `out` already has its shape (its memory reused, and `y`'s
+/// given back at once), moved in otherwise (a new buffer costs no copy).
+pub(crate) fn put(out: &mut Array2<f64>, y: Array2<f64>) {
+    if out.dim() == y.dim() {
+        out.assign(&y);
+    } else {
+        *out = y;
+    }
 }
 
-/// `x w + b` written into `out`: `parallel::project`, its columns shared among the threads.
-pub(crate) fn project_into(
+/// `x w`, plus `b` on every row when there is a bias, into `out` ([`put`]):
+/// `parallel::project_here`, on the calling thread.
+pub(crate) fn project_here_to(
     x: ArrayView2<'_, f64>,
     w: &Array2<f64>,
     b: Option<&Array1<f64>>,
-    mut out: ArrayViewMut2<'_, f64>,
+    out: &mut Array2<f64>,
 ) {
-    out.assign(&parallel::project(x, w, b));
+    put(out, parallel::project_here(x, w, b));
+}
+
+/// `x w + b` into `out` ([`put`]): `parallel::project`, its columns shared among the threads.
+pub(crate) fn project_to(
+    x: ArrayView2<'_, f64>,
+    w: &Array2<f64>,
+    b: Option<&Array1<f64>>,
+    out: &mut Array2<f64>,
+) {
+    put(out, parallel::project(x, w, b));
 }
