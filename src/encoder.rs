@@ -2,14 +2,16 @@
 //! multi-head attention followed by the feed-forward block, each wrapped in a residual and a
 //! layer norm (post-norm, as BERT): `A = LN(X + MHA(X))`, `Y = LN(A + FFN(A))`.
 //!
-//! Every intermediate is kept, so a lesson can open any head of any layer.
+//! Every intermediate is kept, so a lesson can open any head of any layer; or, with
+//! [`Encoder::forward_with`], only what the caller asks for ([`Keep`]), in memory the caller
+//! keeps for the next pass ([`EncoderBuffers`]).
 
-use ndarray::{Array2, Array4, ArrayView1, ArrayView2, Axis};
+use ndarray::{s, Array2, Array4, ArrayView1, ArrayView2, ArrayViewMut3, Axis, Zip};
 
-use crate::attend::Attend;
 use crate::error::{AttentionError, Operand};
 use crate::feed_forward::{FeedForward, FeedForwardOutput};
 use crate::heads::{MultiHead, MultiHeadOutput};
+use crate::into::fit;
 use crate::mask::Mask;
 use crate::norm::LayerNorm;
 
@@ -34,7 +36,7 @@ pub struct EncoderLayer {
 }
 
 /// Every intermediate of one encoder layer on one input X.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct EncoderLayerOutput {
     /// The multi-head attention on X: each head's Q, K, V, scores, weights and Z, and
     /// `output`, which W_O (and b_O) made of their concatenation.
@@ -55,7 +57,7 @@ pub struct Encoder {
 }
 
 /// Every intermediate of an encoder on one token sequence.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct EncoderOutput {
     /// The embeddings' output, the first layer's X (tokens x d).
     pub embeddings: Array2<f64>,
@@ -191,6 +193,19 @@ impl Embeddings {
         ids: &[usize],
         token_types: &[usize],
     ) -> Result<Array2<f64>, AttentionError> {
+        let mut x = Array2::zeros((0, 0));
+        self.forward_into(ids, token_types, &mut x)?;
+        Ok(x)
+    }
+
+    /// [`Embeddings::forward`] written into `x`, reshaped to tokens x d (its memory kept
+    /// when it has room).
+    fn forward_into(
+        &self,
+        ids: &[usize],
+        token_types: &[usize],
+        x: &mut Array2<f64>,
+    ) -> Result<(), AttentionError> {
         if ids.len() != token_types.len() {
             return Err(AttentionError::mismatch(
                 Operand::row("the token ids", ids.len()),
@@ -198,7 +213,8 @@ impl Embeddings {
                 "every token needs one token type",
             ));
         }
-        let mut x = Array2::zeros((ids.len(), self.width()));
+        fit(x, (ids.len(), self.width()));
+        x.fill(0.0);
         for (i, (mut out, (&id, &kind))) in x
             .axis_iter_mut(Axis(0))
             .zip(ids.iter().zip(token_types))
@@ -213,7 +229,7 @@ impl Embeddings {
                 kind,
             )?;
         }
-        self.norm.normalize(x)
+        self.norm.normalize_in_place(x.view_mut())
     }
 }
 
@@ -359,20 +375,47 @@ impl EncoderLayer {
         x: impl Into<ArrayView2<'a, f64>>,
         mask: Option<&Mask>,
     ) -> Result<EncoderLayerOutput, AttentionError> {
-        let x = x.into();
-        let attention = self.attention.forward(x, &Attend::new().mask(mask))?;
-        let attended = self.attention_norm.normalize(attention.result() + &x)?;
-        let feed_forward = self.feed_forward.forward(&attended)?;
-        let output = self
-            .output_norm
-            .normalize(&feed_forward.output + &attended)?;
-        Ok(EncoderLayerOutput {
-            attention,
-            attended,
-            feed_forward,
-            output,
-        })
+        let mut out = EncoderLayerOutput::default();
+        self.forward_into(x.into(), mask, &mut out, None)?;
+        Ok(out)
     }
+
+    /// [`EncoderLayer::forward`] written into `out`, whose matrices are reshaped (their
+    /// memory kept when it has room); each head's weights go into `weights` (heads x tokens x
+    /// tokens) instead of `out` when it is given.
+    fn forward_into(
+        &self,
+        x: ArrayView2<'_, f64>,
+        mask: Option<&Mask>,
+        out: &mut EncoderLayerOutput,
+        weights: Option<ArrayViewMut3<'_, f64>>,
+    ) -> Result<(), AttentionError> {
+        if let Some(mask) = mask {
+            mask.check(x.nrows(), x.nrows())?;
+        }
+        self.attention
+            .forward_into([x, x, x], mask, None, &mut out.attention, weights)?;
+        residual(out.attention.result(), x, &mut out.attended);
+        self.attention_norm
+            .normalize_in_place(out.attended.view_mut())?;
+        self.feed_forward
+            .forward_into(out.attended.view(), &mut out.feed_forward)?;
+        residual(
+            &out.feed_forward.output,
+            out.attended.view(),
+            &mut out.output,
+        );
+        self.output_norm.normalize_in_place(out.output.view_mut())
+    }
+}
+
+/// `sum = a + x`, element by element, `sum` reshaped to their shape.
+fn residual(a: &Array2<f64>, x: ArrayView2<'_, f64>, sum: &mut Array2<f64>) {
+    fit(sum, a.dim());
+    Zip::from(sum)
+        .and(a)
+        .and(x)
+        .for_each(|s, &a, &x| *s = a + x);
 }
 
 impl Encoder {
@@ -492,24 +535,296 @@ impl Encoder {
         token_types: &[usize],
         padded: &[bool],
     ) -> Result<EncoderOutput, AttentionError> {
-        if padded.len() != ids.len() {
+        let mut buffers = EncoderBuffers::default();
+        let options = Encode::new().token_types(token_types).padded(padded);
+        self.forward_with(ids, &options, &mut buffers)?;
+        Ok(buffers.everything)
+    }
+
+    /// Runs the encoder on one sequence of token ids with `options` (token types, padding,
+    /// what to keep), writing into `buffers`: a caller that keeps them for the next pass
+    /// reuses their memory (every layer's, in [`Keep::Everything`]; one layer's, shared by
+    /// all the layers, otherwise) instead of asking the system for it again. What was kept
+    /// is borrowed from `buffers` until the next pass.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let norm = || LayerNorm::new(Array1::ones(2), Array1::zeros(2), 1e-12);
+    /// let embeddings = Embeddings::new(Array2::eye(2), Array2::zeros((8, 2)), Array2::zeros((1, 2)), norm()?)?;
+    /// let w = Array2::<f64>::eye(2);
+    /// let ff = FeedForward::new(Array2::zeros((2, 3)), Array1::zeros(3), Array2::zeros((3, 2)), Array1::zeros(2))?;
+    /// let layer = EncoderLayer::new(MultiHead::split(&w, &w, &w, 2, Some(w.clone()))?, norm()?, ff, norm()?)?;
+    /// let encoder = Encoder::new(embeddings, vec![layer])?;
+    /// let full = encoder.forward(&[0, 1, 1])?;
+    ///
+    /// let mut buffers = EncoderBuffers::default();
+    /// let kept = encoder.forward_with(&[0, 1, 1], &Encode::new().keep(Keep::Weights), &mut buffers)?;
+    /// assert_eq!(kept.last_hidden_state(), full.last_hidden_state());
+    /// assert_eq!(kept.weights(0, 1), Some(full.layers[0].attention.heads[1].weights.view()));
+    /// let kept = encoder.forward_with(&[1, 0], &Encode::new().keep(Keep::LastHiddenState), &mut buffers)?;
+    /// assert_eq!(kept.last_hidden_state(), encoder.forward(&[1, 0])?.last_hidden_state());
+    /// assert_eq!(kept.weights(0, 0), None);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Encoder::forward_padded`].
+    pub fn forward_with<'b>(
+        &self,
+        ids: &[usize],
+        options: &Encode<'_>,
+        buffers: &'b mut EncoderBuffers,
+    ) -> Result<Kept<'b>, AttentionError> {
+        let zeros;
+        let token_types = match options.token_types {
+            Some(types) => types,
+            None => {
+                zeros = vec![0; ids.len()];
+                &zeros
+            }
+        };
+        let padded = options.padded.unwrap_or(&[]);
+        if options.padded.is_some() && padded.len() != ids.len() {
             return Err(AttentionError::mismatch(
                 Operand::row("the token ids", ids.len()),
                 Operand::row("the padding", padded.len()),
                 "the padding must have one entry per token",
             ));
         }
-        let embeddings = self.embeddings.forward(ids, token_types)?;
         let mask = padded
             .contains(&true)
             .then(|| Mask::key_padding(ids.len(), padded));
-        let mut layers: Vec<EncoderLayerOutput> = Vec::with_capacity(self.layers.len());
-        for layer in &self.layers {
-            let x = layers.last().map_or(&embeddings, |l| &l.output);
-            let out = layer.forward(x, mask.as_ref())?;
-            layers.push(out);
+        let mask = mask.as_ref();
+        if options.keep == Keep::Everything {
+            let out = &mut buffers.everything;
+            self.embeddings
+                .forward_into(ids, token_types, &mut out.embeddings)?;
+            out.layers
+                .resize_with(self.layers.len(), EncoderLayerOutput::default);
+            for (i, layer) in self.layers.iter().enumerate() {
+                let (before, after) = out.layers.split_at_mut(i);
+                let x = before.last().map_or(&out.embeddings, |l| &l.output);
+                layer.forward_into(x.view(), mask, &mut after[0], None)?;
+            }
+            return Ok(Kept::Everything(out));
         }
-        Ok(EncoderOutput { embeddings, layers })
+        // One layer's buffers for every layer: X goes in, and the layer's output becomes
+        // the next X.
+        let EncoderBuffers {
+            x,
+            layer: scratch,
+            attentions,
+            ..
+        } = buffers;
+        self.embeddings.forward_into(ids, token_types, x)?;
+        let weights = options.keep == Keep::Weights;
+        if weights {
+            let heads = self.layers.first().map_or(0, |l| l.attention.heads().len());
+            fit(attentions, (self.layers.len(), heads, ids.len(), ids.len()));
+        }
+        for (i, layer) in self.layers.iter().enumerate() {
+            let into = weights.then(|| attentions.index_axis_mut(Axis(0), i));
+            layer.forward_into(x.view(), mask, scratch, into)?;
+            std::mem::swap(x, &mut scratch.output);
+        }
+        Ok(match weights {
+            true => Kept::Weights {
+                attentions,
+                last_hidden_state: x,
+            },
+            false => Kept::LastHiddenState(x),
+        })
+    }
+}
+
+/// What an encoder pass keeps (see [`Encode::keep`]).
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// assert_eq!(Keep::default(), Keep::Everything);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Keep {
+    /// Every intermediate of every layer, an [`EncoderOutput`]: each head's Q, K, V, scores,
+    /// weights and z, the norms, the feed-forward block (what [`Encoder::forward`] gives).
+    #[default]
+    Everything,
+    /// Every head's weights, layers x heads x tokens x tokens, and the last hidden state:
+    /// what transformers returns with `output_attentions=True`.
+    Weights,
+    /// The last hidden state alone, tokens x d (the input of [`mean_pool`](crate::pooling::mean_pool)).
+    LastHiddenState,
+}
+
+/// The options of one encoder pass ([`Encoder::forward_with`]): the token types, the padding
+/// and what to keep. `Encode::new()` is token type 0 for every token, no padding and
+/// [`Keep::Everything`]; each builder method returns the options with one more set.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let options = Encode::new().token_types(&[0, 0, 1]).padded(&[false, false, true]).keep(Keep::Weights);
+/// assert_eq!(options.kept(), Keep::Weights);
+/// assert_eq!(Encode::new().kept(), Keep::Everything);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Encode<'a> {
+    token_types: Option<&'a [usize]>,
+    padded: Option<&'a [bool]>,
+    keep: Keep,
+}
+
+impl<'a> Encode<'a> {
+    /// Token type 0 for every token, no padding, every intermediate kept.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(Encode::new(), Encode::default());
+    /// ```
+    pub fn new() -> Encode<'a> {
+        Encode::default()
+    }
+
+    /// Each token's type (BERT's `token_type_ids`), one per token id.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_ne!(Encode::new().token_types(&[0, 1]), Encode::new());
+    /// ```
+    pub fn token_types(self, token_types: &'a [usize]) -> Encode<'a> {
+        Encode {
+            token_types: Some(token_types),
+            ..self
+        }
+    }
+
+    /// Which tokens are [PAD] (true), one per token id: no query attends to them, as in
+    /// [`Encoder::forward_padded`].
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_ne!(Encode::new().padded(&[false, true]), Encode::new());
+    /// ```
+    pub fn padded(self, padded: &'a [bool]) -> Encode<'a> {
+        Encode {
+            padded: Some(padded),
+            ..self
+        }
+    }
+
+    /// What the pass keeps.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(Encode::new().keep(Keep::LastHiddenState).kept(), Keep::LastHiddenState);
+    /// ```
+    pub fn keep(self, keep: Keep) -> Encode<'a> {
+        Encode { keep, ..self }
+    }
+
+    /// What a pass with these options keeps.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(Encode::new().kept(), Keep::Everything);
+    /// ```
+    pub fn kept(&self) -> Keep {
+        self.keep
+    }
+}
+
+/// The memory an encoder pass writes into ([`Encoder::forward_with`]), kept by the caller so
+/// that the next pass (of any number of tokens) reuses it. Empty until the first pass.
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let norm = LayerNorm::new(Array1::ones(2), Array1::zeros(2), 1e-12)?;
+/// let encoder = Encoder::new(Embeddings::new(Array2::eye(2), Array2::zeros((8, 2)), Array2::zeros((1, 2)), norm)?, vec![])?;
+/// let mut buffers = EncoderBuffers::default();
+/// for ids in [&[0, 1][..], &[1, 1, 0]] {
+///     let kept = encoder.forward_with(ids, &Encode::new(), &mut buffers)?;
+///     assert_eq!(kept.last_hidden_state().nrows(), ids.len());
+/// }
+/// # Ok::<(), AttentionError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct EncoderBuffers {
+    /// [`Keep::Everything`]: every layer's intermediates.
+    everything: EncoderOutput,
+    /// Otherwise: the layer's input X, then (after the last layer) the last hidden state.
+    x: Array2<f64>,
+    /// Otherwise: one layer's intermediates, written by each layer in turn.
+    layer: EncoderLayerOutput,
+    /// [`Keep::Weights`]: every head's weights, layers x heads x tokens x tokens.
+    attentions: Array4<f64>,
+}
+
+/// What an encoder pass kept, borrowed from its [`EncoderBuffers`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kept<'b> {
+    /// [`Keep::Everything`]: every intermediate.
+    Everything(&'b EncoderOutput),
+    /// [`Keep::Weights`]: every head's weights and the last hidden state.
+    Weights {
+        /// layers x heads x tokens x tokens, as [`EncoderOutput::attentions`].
+        attentions: &'b Array4<f64>,
+        /// The last layer's output, tokens x d.
+        last_hidden_state: &'b Array2<f64>,
+    },
+    /// [`Keep::LastHiddenState`]: the last layer's output, tokens x d.
+    LastHiddenState(&'b Array2<f64>),
+}
+
+impl<'b> Kept<'b> {
+    /// The last layer's output (the embeddings' when there is no layer), whatever was kept.
+    ///
+    /// ```
+    /// # use attention_lab::prelude::*;
+    /// # let norm = LayerNorm::new(Array1::ones(2), Array1::zeros(2), 1e-12)?;
+    /// # let encoder = Encoder::new(Embeddings::new(Array2::eye(2), Array2::zeros((8, 2)), Array2::zeros((1, 2)), norm)?, vec![])?;
+    /// let mut buffers = EncoderBuffers::default();
+    /// let kept = encoder.forward_with(&[0, 1], &Encode::new().keep(Keep::LastHiddenState), &mut buffers)?;
+    /// assert_eq!(kept.last_hidden_state().dim(), (2, 2));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn last_hidden_state(&self) -> &'b Array2<f64> {
+        match *self {
+            Kept::Everything(out) => out.last_hidden_state(),
+            Kept::Weights {
+                last_hidden_state, ..
+            } => last_hidden_state,
+            Kept::LastHiddenState(x) => x,
+        }
+    }
+
+    /// The weights of head `head` of layer `layer` (tokens x tokens), when they were kept
+    /// and the encoder has that head.
+    ///
+    /// ```
+    /// # use attention_lab::prelude::*;
+    /// # let norm = LayerNorm::new(Array1::ones(2), Array1::zeros(2), 1e-12)?;
+    /// # let encoder = Encoder::new(Embeddings::new(Array2::eye(2), Array2::zeros((8, 2)), Array2::zeros((1, 2)), norm)?, vec![])?;
+    /// let mut buffers = EncoderBuffers::default();
+    /// let kept = encoder.forward_with(&[0, 1], &Encode::new().keep(Keep::Weights), &mut buffers)?;
+    /// assert_eq!(kept.weights(0, 0), None); // no layer
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn weights(&self, layer: usize, head: usize) -> Option<ArrayView2<'b, f64>> {
+        match *self {
+            Kept::Everything(out) => out
+                .layers
+                .get(layer)
+                .and_then(|l| l.attention.heads.get(head))
+                .map(|h| h.weights.view()),
+            Kept::Weights { attentions, .. } => {
+                let (layers, heads, _, _) = attentions.dim();
+                (layer < layers && head < heads)
+                    .then(|| attentions.view().slice_move(s![layer, head, .., ..]))
+            }
+            Kept::LastHiddenState(_) => None,
+        }
     }
 }
 

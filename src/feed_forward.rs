@@ -4,6 +4,7 @@
 use ndarray::{Array1, Array2, ArrayView2};
 
 use crate::error::{AttentionError, Operand};
+use crate::into::{project_to, put};
 use crate::parallel;
 
 /// GELU with the exact Gaussian CDF, `x/2 (1 + erf(x/sqrt(2)))`: PyTorch's `nn.GELU()` and
@@ -30,7 +31,7 @@ pub struct FeedForward {
 }
 
 /// Every intermediate of the feed-forward block on one input.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct FeedForwardOutput {
     /// `X W_1 + b_1`, tokens x d_ff.
     pub hidden: Array2<f64>,
@@ -128,6 +129,18 @@ impl FeedForward {
         x: impl Into<ArrayView2<'a, f64>>,
     ) -> Result<FeedForwardOutput, AttentionError> {
         let x = x.into();
+        let mut out = FeedForwardOutput::default();
+        self.forward_into(x, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`FeedForward::forward`] written into `out`, whose matrices are reshaped (their memory
+    /// kept when it has room).
+    pub(crate) fn forward_into(
+        &self,
+        x: ArrayView2<'_, f64>,
+        out: &mut FeedForwardOutput,
+    ) -> Result<(), AttentionError> {
         if x.ncols() != self.w1.nrows() {
             return Err(AttentionError::mismatch(
                 Operand::new("X", x.shape()),
@@ -136,14 +149,14 @@ impl FeedForward {
             ));
         }
         // On several cores for a long input; an erf costs a few dozen multiply-adds.
-        let hidden = parallel::project(x, &self.w1, Some(&self.b1));
-        let activated = parallel::map_elements(&hidden, 32, gelu);
-        let output = parallel::project(activated.view(), &self.w2, Some(&self.b2));
-        Ok(FeedForwardOutput {
-            hidden,
-            activated,
-            output,
-        })
+        project_to(x, &self.w1, Some(&self.b1), &mut out.hidden);
+        put(
+            &mut out.activated,
+            parallel::map_elements(&out.hidden, 32, gelu),
+        );
+        let activated = out.activated.view();
+        project_to(activated, &self.w2, Some(&self.b2), &mut out.output);
+        Ok(())
     }
 }
 

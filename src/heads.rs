@@ -1,12 +1,12 @@
 //! Attention heads: one [`Head`] with its own W_Q, W_K, W_V, and a [`MultiHead`] layer that
 //! concatenates its heads and applies W_O.
 
-use ndarray::{concatenate, s, Array1, Array2, ArrayView2, Axis};
+use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, ArrayViewMut3};
 
-use crate::attention::attend;
+use crate::attention::{attend_into, SCORES};
 use crate::error::{AttentionError, Operand};
+use crate::into::{each, fit, fit_matrix, project_here_to, project_to};
 use crate::mask::Mask;
-use crate::parallel::project_here;
 use crate::softmax::Softmax;
 
 /// One attention head: the projections W_Q, W_K (both d_model x d_k) and W_V (d_model x d_v),
@@ -31,7 +31,7 @@ struct Biases {
 }
 
 /// Every intermediate of one head on one input, named as the documents name them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct HeadOutput {
     /// Queries `X W_Q` (`+ b_Q` when the head has biases).
     pub q: Array2<f64>,
@@ -304,23 +304,54 @@ impl Head {
         mask: Option<&Mask>,
         softmax: Option<Softmax>,
     ) -> Result<HeadOutput, AttentionError> {
+        let mut out = HeadOutput::default();
+        self.forward_into(inputs, head, mask, softmax, &mut out, None)?;
+        Ok(out)
+    }
+
+    /// The full path written into `out`, whose matrices are reshaped (their memory kept
+    /// when it has room); the weights go into `weights` instead of `out.weights` when it is
+    /// given (queries x keys).
+    pub(crate) fn forward_into(
+        &self,
+        inputs: [ArrayView2<'_, f64>; 3],
+        head: Option<usize>,
+        mask: Option<&Mask>,
+        softmax: Option<Softmax>,
+        out: &mut HeadOutput,
+        weights: Option<ArrayViewMut2<'_, f64>>,
+    ) -> Result<(), AttentionError> {
         self.check_inputs(inputs, head)?;
         let [x, key, value] = inputs;
         let b = self.biases.as_ref();
-        let q = project_here(x, &self.wq, b.map(|b| &b.bq));
-        let k = project_here(key, &self.wk, b.map(|b| &b.bk));
-        let v = project_here(value, &self.wv, b.map(|b| &b.bv));
+        for (y, input, w, b) in [
+            (&mut out.q, x, &self.wq, b.map(|b| &b.bq)),
+            (&mut out.k, key, &self.wk, b.map(|b| &b.bk)),
+            (&mut out.v, value, &self.wv, b.map(|b| &b.bv)),
+        ] {
+            project_here_to(input, w, b, y);
+        }
+        fit(&mut out.z, (x.nrows(), self.wv.ncols()));
+        let n = (x.nrows(), key.nrows());
+        fit_matrix(&mut out.scores, SCORES, n)?;
+        let weights = match weights {
+            Some(weights) => weights,
+            None => {
+                fit_matrix(&mut out.weights, "weights", n)?;
+                out.weights.view_mut()
+            }
+        };
         // Shapes were checked in `new` and above, so only the mask can fail here.
         let softmax = softmax.unwrap_or(self.softmax);
-        let a = attend(q.view(), k.view(), v.view(), softmax, mask)?;
-        Ok(HeadOutput {
-            q,
-            k,
-            v,
-            scores: a.scores,
-            weights: a.weights,
-            z: a.output,
-        })
+        let qkv = [out.q.view(), out.k.view(), out.v.view()];
+        attend_into(
+            qkv,
+            softmax,
+            mask,
+            &mut out.scores,
+            weights,
+            out.z.view_mut(),
+        )
     }
 }
 
@@ -334,7 +365,7 @@ pub struct MultiHead {
 }
 
 /// Every intermediate of a multi-head layer on one input.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct MultiHeadOutput {
     /// Each head's intermediates, in order.
     pub heads: Vec<HeadOutput>,
@@ -565,7 +596,7 @@ impl MultiHead {
     pub(crate) fn result_width(&self) -> usize {
         match &self.wo {
             Some(wo) => wo.ncols(),
-            None => self.heads.iter().map(|h| h.wv.ncols()).sum(),
+            None => self.result_width_of_values(),
         }
     }
 
@@ -576,6 +607,22 @@ impl MultiHead {
         mask: Option<&Mask>,
         softmax: Option<Softmax>,
     ) -> Result<MultiHeadOutput, AttentionError> {
+        let mut out = MultiHeadOutput::default();
+        self.forward_into(inputs, mask, softmax, &mut out, None)?;
+        Ok(out)
+    }
+
+    /// The full path written into `out` (its matrices reshaped, their memory kept when it
+    /// has room); each head's weights go into `weights` (heads x queries x keys) instead of
+    /// `out.heads[i].weights` when it is given.
+    pub(crate) fn forward_into(
+        &self,
+        inputs: [ArrayView2<'_, f64>; 3],
+        mask: Option<&Mask>,
+        softmax: Option<Softmax>,
+        out: &mut MultiHeadOutput,
+        weights: Option<ArrayViewMut3<'_, f64>>,
+    ) -> Result<(), AttentionError> {
         // The heads are independent: on several cores when the layer is large.
         let [x, key, value] = inputs;
         let widths: usize = self
@@ -585,22 +632,39 @@ impl MultiHead {
             .sum();
         let work = (x.nrows().max(key.nrows()) * x.ncols().max(key.ncols()).max(value.ncols()))
             .saturating_mul(widths);
-        let heads = crate::parallel::map(self.heads.len(), work, |i| {
-            self.heads[i].forward_in(inputs, Some(i + 1), mask, softmax)
+        out.heads.resize_with(self.heads.len(), HeadOutput::default);
+        let mut weights: Vec<Option<ArrayViewMut2<'_, f64>>> = match weights {
+            Some(w) => w.into_outer_iter_mut().map(Some).collect(),
+            None => Vec::new(),
+        };
+        weights.resize_with(self.heads.len(), || None);
+        each(out.heads.iter_mut().zip(weights), work, |i, (head, w)| {
+            self.heads[i].forward_into(inputs, Some(i + 1), mask, softmax, head, w)
         })
         .into_iter()
-        .collect::<Result<Vec<_>, _>>()?;
-        let zs: Vec<ArrayView2<'_, f64>> = heads.iter().map(|h| h.z.view()).collect();
-        // Every z has x's rows, so the concatenation cannot fail.
-        let concat = concatenate(Axis(1), &zs).expect("heads' outputs share their row count");
-        let output = self
-            .wo
-            .as_ref()
-            .map(|wo| crate::parallel::project(concat.view(), wo, self.bo.as_ref()));
-        Ok(MultiHeadOutput {
-            heads,
-            concat,
-            output,
-        })
+        .collect::<Result<Vec<()>, _>>()?;
+        // Every z has x's rows: side by side, in order.
+        fit(&mut out.concat, (x.nrows(), self.result_width_of_values()));
+        let mut start = 0;
+        for head in &out.heads {
+            let width = head.z.ncols();
+            out.concat
+                .slice_mut(s![.., start..start + width])
+                .assign(&head.z);
+            start += width;
+        }
+        match &self.wo {
+            Some(wo) => {
+                let output = out.output.get_or_insert_with(|| Array2::zeros((0, 0)));
+                project_to(out.concat.view(), wo, self.bo.as_ref(), output);
+            }
+            None => out.output = None,
+        }
+        Ok(())
+    }
+
+    /// The width of the heads' values side by side (the rows of W_O).
+    fn result_width_of_values(&self) -> usize {
+        self.heads.iter().map(|h| h.wv.ncols()).sum()
     }
 }

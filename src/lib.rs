@@ -49,6 +49,7 @@ pub mod grad;
 pub mod heads;
 pub mod html;
 pub mod init;
+mod into;
 pub mod mask;
 #[cfg(feature = "encoder")]
 pub mod norm;

@@ -26,7 +26,7 @@ use std::ops::Range;
 
 use std::borrow::Cow;
 
-use ndarray::{s, Array2, ArrayView1, ArrayView2};
+use ndarray::{s, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
 use crate::error::{AttentionError, Operand};
 
@@ -321,7 +321,7 @@ pub(crate) enum Block {
 }
 
 /// Sets the weights of every row whose scores are all `-inf` to zero (the softmax gave NaN).
-pub(crate) fn zero_blocked_rows(scores: ArrayView2<'_, f64>, weights: &mut Array2<f64>) {
+pub(crate) fn zero_blocked_rows(scores: ArrayView2<'_, f64>, mut weights: ArrayViewMut2<'_, f64>) {
     for (s, mut w) in scores.rows().into_iter().zip(weights.rows_mut()) {
         if s.iter().all(|&x| x == f64::NEG_INFINITY) {
             w.fill(0.0);

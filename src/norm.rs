@@ -1,7 +1,7 @@
 //! Layer normalisation: each row of X shifted to mean 0 and scaled to variance 1, then
 //! scaled by gamma and shifted by beta (PyTorch's `nn.LayerNorm`, BERT's `LayerNorm`).
 
-use ndarray::{Array1, Array2, ArrayView2, Axis};
+use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 
 use crate::error::{AttentionError, Operand};
 
@@ -103,6 +103,15 @@ impl LayerNorm {
     /// [`LayerNorm::forward`] on a matrix of its own, normalised where it is: for a sum made
     /// only to be normalised (a residual), which then is not copied.
     pub(crate) fn normalize(&self, mut y: Array2<f64>) -> Result<Array2<f64>, AttentionError> {
+        self.normalize_in_place(y.view_mut())?;
+        Ok(y)
+    }
+
+    /// [`LayerNorm::forward`] in place: each row of `y` replaced by its normalised row.
+    pub(crate) fn normalize_in_place(
+        &self,
+        mut y: ArrayViewMut2<'_, f64>,
+    ) -> Result<(), AttentionError> {
         if y.ncols() != self.gamma.len() {
             return Err(AttentionError::mismatch(
                 Operand::new("X", y.shape()),
@@ -117,7 +126,9 @@ impl LayerNorm {
             let var = row.iter().map(|v| v * v).sum::<f64>() / d;
             row /= (var + self.eps).sqrt();
         }
-        Ok(y * &self.gamma + &self.beta)
+        y *= &self.gamma;
+        y += &self.beta;
+        Ok(())
     }
 }
 

@@ -19,7 +19,10 @@ pub use crate::decoder::{
     GroupedOutput, KvCache, LayerCache, LmHead, Mlp, Norm, Sampling,
 };
 #[cfg(feature = "encoder")]
-pub use crate::encoder::{Embeddings, Encoder, EncoderLayer, EncoderLayerOutput, EncoderOutput};
+pub use crate::encoder::{
+    Embeddings, Encode, Encoder, EncoderBuffers, EncoderLayer, EncoderLayerOutput, EncoderOutput,
+    Keep, Kept,
+};
 pub use crate::error::{AttentionError, Operand};
 #[cfg(feature = "encoder")]
 pub use crate::feed_forward::{gelu, silu, FeedForward, FeedForwardOutput, SwiGlu, SwiGluOutput};

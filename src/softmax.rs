@@ -4,7 +4,7 @@
 //! to `inf` above 709.78, and `np.sum` adds with NumPy's pairwise summation, so the weights
 //! agree with NumPy's to the last bit on the documents' inputs.
 
-use ndarray::{Array2, ArrayView1, ArrayView2, Axis};
+use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
 
 use crate::mask::zero_blocked_rows;
 
@@ -47,9 +47,28 @@ impl Softmax {
     /// ```
     pub fn apply_masked<'a>(self, scores: impl Into<ArrayView2<'a, f64>>) -> Array2<f64> {
         let scores = scores.into();
-        let mut weights = self.apply(scores);
-        zero_blocked_rows(scores, &mut weights);
+        let mut weights = Array2::zeros(scores.dim());
+        self.apply_into(scores, weights.view_mut(), true);
         weights
+    }
+
+    /// [`Softmax::apply`] (or, when `masked`, [`Softmax::apply_masked`]) written into
+    /// `weights`, of the scores' shape.
+    pub(crate) fn apply_into(
+        self,
+        scores: ArrayView2<'_, f64>,
+        mut weights: ArrayViewMut2<'_, f64>,
+        masked: bool,
+    ) {
+        weights.assign(&scores);
+        match self {
+            Softmax::Stable => stable(weights.view_mut()),
+            Softmax::Naive => weights.mapv_inplace(f64::exp),
+        }
+        normalise(weights.view_mut());
+        if masked {
+            zero_blocked_rows(scores, weights);
+        }
     }
 }
 
@@ -69,7 +88,10 @@ impl Softmax {
 /// assert_eq!(w.row(1), array![0.5, 0.5]);
 /// ```
 pub fn softmax<'a>(scores: impl Into<ArrayView2<'a, f64>>) -> Array2<f64> {
-    stable(scores.into())
+    let mut e = scores.into().to_owned();
+    stable(e.view_mut());
+    normalise(e.view_mut());
+    e
 }
 
 /// Row-wise softmax exactly as the naive formula: `np.exp(s) / np.sum(np.exp(s), axis=1, keepdims=True)`.
@@ -85,24 +107,25 @@ pub fn softmax<'a>(scores: impl Into<ArrayView2<'a, f64>>) -> Array2<f64> {
 /// assert!(w[[1, 0]].is_nan()); // exp(710) = inf, inf / inf = NaN
 /// ```
 pub fn softmax_naive<'a>(scores: impl Into<ArrayView2<'a, f64>>) -> Array2<f64> {
-    normalise(scores.into().mapv(f64::exp))
+    let mut e = scores.into().mapv(f64::exp);
+    normalise(e.view_mut());
+    e
 }
 
-fn stable(scores: ArrayView2<'_, f64>) -> Array2<f64> {
-    let mut e = scores.to_owned();
+/// Each row `s` of the scores, in place, becomes `exp(s - max(s))`.
+fn stable(mut e: ArrayViewMut2<'_, f64>) {
     for mut row in e.rows_mut() {
         let max = nan_max(row.view());
         row.mapv_inplace(|s| (s - max).exp());
     }
-    normalise(e)
 }
 
-fn normalise(mut e: Array2<f64>) -> Array2<f64> {
+/// Each row, in place, divided by its (pairwise) sum.
+fn normalise(mut e: ArrayViewMut2<'_, f64>) {
     for mut row in e.axis_iter_mut(Axis(0)) {
         let total = pairwise_sum(row.view());
         row.mapv_inplace(|v| v / total);
     }
-    e
 }
 
 /// `np.max` of one row: NaN wins (Rust's `f64::max` would drop it).

@@ -85,6 +85,15 @@ fn max_abs_diff<'a, 'b>(
         .fold(0.0, |m, (x, y)| m.max((x - y).abs()))
 }
 
+/// `n` whole numbers below `below`, drawn from `rng`.
+fn draw(n: usize, below: usize, rng: &mut StdRng) -> Vec<usize> {
+    random_embeddings(1, n, rng)
+        .unwrap()
+        .iter()
+        .map(|v| (v * below as f64) as usize)
+        .collect()
+}
+
 /// A row of 2 to 12 values in [-50, 50] whose spread is not negligible.
 fn spread_row() -> impl Strategy<Value = Vec<f64>> {
     prop::collection::vec(-50.0..50.0f64, 2..12).prop_filter("a row with spread", |row| {
@@ -211,9 +220,6 @@ proptest! {
         let dims = Dims { heads, head_width, ff, layers, vocab: 7, positions: real + pad, types: 2 };
         let encoder = random_encoder(dims, seed);
         let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
-        let draw = |n: usize, below: usize, rng: &mut StdRng| -> Vec<usize> {
-            random_embeddings(1, n, rng).unwrap().iter().map(|v| (v * below as f64) as usize).collect()
-        };
         let ids = draw(real + pad, dims.vocab, &mut rng);
         let types = draw(real, dims.types, &mut rng);
         let mut all_types = types.clone();
@@ -256,6 +262,104 @@ proptest! {
         let explicit = encoder.forward_padded(&ids[..real], &vec![0; real], &vec![false; real]).unwrap();
         prop_assert_eq!(zero_types, explicit);
     }
+}
+
+/// `kept`, whatever it kept, equals the same part of `full` bit for bit.
+fn assert_kept_equals_full(kept: Kept<'_>, full: &EncoderOutput, what: &str) {
+    assert_eq!(
+        kept.last_hidden_state(),
+        full.last_hidden_state(),
+        "{what}: last hidden state"
+    );
+    match kept {
+        Kept::Everything(out) => assert_eq!(out, full, "{what}: every intermediate"),
+        Kept::Weights { attentions, .. } => {
+            assert_eq!(attentions, &full.attentions(), "{what}: weights");
+            for (l, layer) in full.layers.iter().enumerate() {
+                for (h, head) in layer.attention.heads.iter().enumerate() {
+                    assert_eq!(
+                        kept.weights(l, h),
+                        Some(head.weights.view()),
+                        "{what}: weights ({l}, {h})"
+                    );
+                }
+            }
+        }
+        Kept::LastHiddenState(_) => assert_eq!(kept.weights(0, 0), None, "{what}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Every mode, its buffers kept from pass to pass (more tokens, then fewer, then more,
+    /// with and without padding, the modes taking turns on one set of buffers too), gives
+    /// what a fresh full pass gives, bit for bit.
+    #[test]
+    fn every_mode_and_reused_buffers_equal_a_fresh_full_pass(
+        seed in any::<u64>(),
+        heads in 1usize..4,
+        head_width in 1usize..5,
+        ff in 1usize..9,
+        layers in 0usize..4,
+        lengths in prop::collection::vec(1usize..12, 2..5),
+    ) {
+        let dims = Dims { heads, head_width, ff, layers, vocab: 9, positions: 12, types: 2 };
+        let encoder = random_encoder(dims, seed);
+        let mut rng = StdRng::seed_from_u64(seed ^ 0xb0ff);
+        let modes = [Keep::Everything, Keep::Weights, Keep::LastHiddenState];
+        let mut own: Vec<EncoderBuffers> = modes.iter().map(|_| EncoderBuffers::default()).collect();
+        let mut shared = EncoderBuffers::default();
+        for (pass, &n) in lengths.iter().enumerate() {
+            let ids = draw(n, dims.vocab, &mut rng);
+            let types = draw(n, dims.types, &mut rng);
+            // the last tokens padded on every other pass
+            let padded: Vec<bool> = (0..n).map(|i| pass % 2 == 1 && i + 1 >= n.max(2)).collect();
+            let fresh = encoder.forward_padded(&ids, &types, &padded).unwrap();
+            let options = Encode::new().token_types(&types).padded(&padded);
+            for (keep, buffers) in modes.iter().zip(&mut own) {
+                let kept = encoder.forward_with(&ids, &options.keep(*keep), buffers).unwrap();
+                assert_kept_equals_full(kept, &fresh, &format!("pass {pass}, {keep:?}"));
+            }
+            let keep = modes[pass % modes.len()];
+            let kept = encoder.forward_with(&ids, &options.keep(keep), &mut shared).unwrap();
+            assert_kept_equals_full(kept, &fresh, &format!("pass {pass}, {keep:?} on shared buffers"));
+        }
+    }
+}
+
+/// The lean modes compute what the layers compute one after the other, from the embeddings:
+/// the full mode checked against its own parts, not only against itself.
+#[test]
+fn full_mode_equals_its_layers_run_one_by_one() {
+    let dims = Dims {
+        heads: 3,
+        head_width: 4,
+        ff: 10,
+        layers: 3,
+        vocab: 9,
+        positions: 12,
+        types: 2,
+    };
+    let encoder = random_encoder(dims, 32);
+    let ids = [1, 8, 3, 3, 0, 7, 2];
+    let mut x = encoder.embeddings().forward(&ids, &[0; 7]).unwrap();
+    let mut buffers = EncoderBuffers::default();
+    let kept = encoder
+        .forward_with(&ids, &Encode::new(), &mut buffers)
+        .unwrap();
+    let Kept::Everything(full) = kept else {
+        panic!("{kept:?}")
+    };
+    assert_eq!(full.embeddings, x);
+    for (layer, out) in encoder.layers().iter().zip(&full.layers) {
+        let one = layer.forward(&x, None).unwrap();
+        assert_eq!(&one, out);
+        let attention = layer.attention().forward(&x, &Attend::new()).unwrap();
+        assert_eq!(attention, one.attention);
+        x = one.output;
+    }
+    assert_eq!(full.last_hidden_state(), &x);
 }
 
 #[test]

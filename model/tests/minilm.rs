@@ -211,3 +211,66 @@ fn layer_0_head_0_is_the_lessons_attention() {
     let ours = &out.output.layers[0].attention.heads[0].weights;
     assert!((&weights - ours).iter().all(|d| d.abs() < 1e-14));
 }
+
+/// The lean modes of `Encoder::forward_with` on the goldens' texts, one set of buffers kept
+/// from text to text (of different lengths, padded or not): every head's weights and the last
+/// hidden state equal the full pass's bit for bit (and so transformers' to 1e-10, as above).
+#[test]
+fn lean_modes_and_reused_buffers_equal_the_full_pass_bit_for_bit() {
+    let Some(model) = model("lean_modes_and_reused_buffers_equal_the_full_pass_bit_for_bit") else {
+        return;
+    };
+    let encoder = model.encoder();
+    let mut weights_buffers = EncoderBuffers::default();
+    let mut hidden_buffers = EncoderBuffers::default();
+    let mut everything_buffers = EncoderBuffers::default();
+    let mut passes = 0;
+    for case in cases() {
+        let name = case["name"].as_str().unwrap();
+        for (t, encoded) in run(model, &case).iter().enumerate() {
+            let tokens = &encoded.tokens;
+            let full = &encoded.output;
+            let options = Encode::new()
+                .token_types(&tokens.type_ids)
+                .padded(&tokens.padded);
+            let kept = encoder
+                .forward_with(
+                    &tokens.ids,
+                    &options.keep(Keep::Weights),
+                    &mut weights_buffers,
+                )
+                .unwrap();
+            let Kept::Weights {
+                attentions,
+                last_hidden_state,
+            } = kept
+            else {
+                panic!("{name} text {t}: {kept:?}")
+            };
+            assert_eq!(attentions, &full.attentions(), "{name} text {t}");
+            assert_eq!(
+                last_hidden_state,
+                full.last_hidden_state(),
+                "{name} text {t}"
+            );
+            let kept = encoder
+                .forward_with(
+                    &tokens.ids,
+                    &options.keep(Keep::LastHiddenState),
+                    &mut hidden_buffers,
+                )
+                .unwrap();
+            assert_eq!(
+                kept,
+                Kept::LastHiddenState(full.last_hidden_state()),
+                "{name} text {t}"
+            );
+            let kept = encoder
+                .forward_with(&tokens.ids, &options, &mut everything_buffers)
+                .unwrap();
+            assert_eq!(kept, Kept::Everything(full), "{name} text {t}");
+            passes += 1;
+        }
+    }
+    assert!(passes > 3, "only {passes} texts");
+}
