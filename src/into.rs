@@ -3,10 +3,8 @@
 //! the encoder's buffers (`EncoderBuffers`, feature `encoder`) and the full path of
 //! `heads` go through these.
 //!
-//! The products still go through `parallel::project` and `parallel::project_here` (whose
-//! result is then copied into a buffer that has its shape, or moved in as the buffer), so that
-//! a faster product there reaches every path; a product that writes straight into `out` would
-//! save that copy and its short-lived matrix.
+//! The products go through `parallel::project_into` and `parallel::project_here_into`,
+//! which write straight into the buffer.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -63,6 +61,7 @@ pub(crate) fn each<P: Send, T: Send>(
 
 /// `y` into `out`: copied when `out` already has its shape (its memory reused, and `y`'s
 /// given back at once), moved in otherwise (a new buffer costs no copy).
+#[cfg(feature = "encoder")]
 pub(crate) fn put(out: &mut Array2<f64>, y: Array2<f64>) {
     if out.dim() == y.dim() {
         out.assign(&y);
@@ -71,23 +70,26 @@ pub(crate) fn put(out: &mut Array2<f64>, y: Array2<f64>) {
     }
 }
 
-/// `x w`, plus `b` on every row when there is a bias, into `out` ([`put`]):
-/// `parallel::project_here`, on the calling thread.
+/// `x w`, plus `b` on every row when there is a bias, into `out` ([`fit`] to its shape):
+/// `parallel::project_here_into`, on the calling thread.
 pub(crate) fn project_here_to(
     x: ArrayView2<'_, f64>,
     w: &Array2<f64>,
     b: Option<&Array1<f64>>,
     out: &mut Array2<f64>,
 ) {
-    put(out, parallel::project_here(x, w, b));
+    fit(out, (x.nrows(), w.ncols()));
+    parallel::project_here_into(x, w, b, out.view_mut());
 }
 
-/// `x w + b` into `out` ([`put`]): `parallel::project`, its columns shared among the threads.
+/// `x w + b` into `out` ([`fit`] to its shape): `parallel::project`, its columns shared among
+/// the threads.
 pub(crate) fn project_to(
     x: ArrayView2<'_, f64>,
     w: &Array2<f64>,
     b: Option<&Array1<f64>>,
     out: &mut Array2<f64>,
 ) {
-    put(out, parallel::project(x, w, b));
+    fit(out, (x.nrows(), w.ncols()));
+    parallel::project_into(x, w, b, out.view_mut());
 }

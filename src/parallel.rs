@@ -4,7 +4,8 @@
 //! matrices take the same path as before, and each row or head is computed by the same code
 //! either way: only which thread computes it changes, never its arithmetic.
 
-use ndarray::{Array1, Array2, ArrayView2};
+use ndarray::linalg::general_mat_mul;
+use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2};
 
 use crate::gemm;
 use crate::simd::Simd;
@@ -58,32 +59,46 @@ pub(crate) fn map<T: Send>(n: usize, work: usize, f: impl Fn(usize) -> T + Sync)
     runs.into_iter().flatten().collect()
 }
 
-/// `x w`, plus `b` on every row when there is a bias, on the calling thread.
-pub(crate) fn project_here(
+/// `x w`, plus `b` on every row when there is a bias, into `out` (`x.nrows()` x `w.ncols()`),
+/// whatever it held, on the calling thread: ndarray's product, as `x.dot(w)` computes it.
+pub(crate) fn project_here_into(
     x: ArrayView2<'_, f64>,
     w: &Array2<f64>,
     b: Option<&Array1<f64>>,
-) -> Array2<f64> {
-    let xw = x.dot(w);
-    match b {
-        Some(b) => xw + b,
-        None => xw,
+    mut out: ArrayViewMut2<'_, f64>,
+) {
+    // beta = 0: `out` is not read, so what it held (NaN too) does not matter.
+    general_mat_mul(1.0, &x, w, 0.0, &mut out);
+    if let Some(b) = b {
+        out += b;
     }
 }
 
 /// `x w + b`, for a product of [`MIN_WORK`] multiply-adds or more on the widest vector path
 /// this CPU has ([`gemm::product`]), its columns shared among the threads; a smaller one
-/// on the calling thread as [`project_here`] computes it.
+/// on the calling thread as [`project_here_into`] computes it.
+#[cfg(feature = "encoder")]
 pub(crate) fn project(
     x: ArrayView2<'_, f64>,
     w: &Array2<f64>,
     b: Option<&Array1<f64>>,
 ) -> Array2<f64> {
+    let mut out = Array2::zeros((x.nrows(), w.ncols()));
+    project_into(x, w, b, out.view_mut());
+    out
+}
+
+/// [`project`] into `out` (`x.nrows()` x `w.ncols()`), whatever it held.
+pub(crate) fn project_into(
+    x: ArrayView2<'_, f64>,
+    w: &Array2<f64>,
+    b: Option<&Array1<f64>>,
+    mut out: ArrayViewMut2<'_, f64>,
+) {
     let (n, work) = (w.ncols(), x.nrows().saturating_mul(w.len()));
     if work < MIN_WORK {
-        return project_here(x, w, b);
+        return project_here_into(x, w, b, out);
     }
-    let mut out = Array2::zeros((x.nrows(), n));
     gemm::product(
         Simd::widest(),
         x,
@@ -94,7 +109,6 @@ pub(crate) fn project(
     if let Some(b) = b {
         out += b;
     }
-    out
 }
 
 /// `f` on each element of `x`, on several cores for a large `x`; `cost` is what one call
@@ -140,12 +154,14 @@ mod tests {
             threads(517, 130 * w.len()) > 1
                 || std::thread::available_parallelism().map_or(1, usize::from) == 1
         );
-        let shared = project(x.view(), &w, Some(&b));
+        let mut shared = Array2::from_elem((130, 517), f64::NAN);
+        project_into(x.view(), &w, Some(&b), shared.view_mut());
         let mut alone = Array2::zeros((130, 517));
         gemm::product(Simd::widest(), x.view(), &[w.view()], alone.view_mut(), 1);
         assert_eq!(shared, alone + &b);
         // And within rounding of ndarray's product.
-        let here = project_here(x.view(), &w, Some(&b));
+        let mut here = Array2::zeros((130, 517));
+        project_here_into(x.view(), &w, Some(&b), here.view_mut());
         assert!(shared
             .iter()
             .zip(&here)
