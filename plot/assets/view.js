@@ -157,7 +157,7 @@
       lines().forEach(function (l) {
         var visible = shown[num(l, 'h')] && paired(l) && (!focus || num(l, focus.side) === focus.i);
         l.setAttribute('display', visible ? 'inline' : 'none');
-        l.setAttribute('stroke-opacity', (floor + num(l, 's') * f).toFixed(3));
+        l.setAttribute('stroke-opacity', ((floor + num(l, 's')) * f).toFixed(3));
         if (visible && focus) {
           // The other side's token gets this head's box, as opaque as one head's line.
           var other = focus.side === 'q' ? 'k' : 'q';

@@ -163,18 +163,19 @@ pub(crate) fn head_rgb(h: usize) -> RGBColor {
 /// The least opacity of a line or box of a weight above 0: the faintest weight still shows.
 pub(crate) const FLOOR: f64 = 0.08;
 
-/// How strongly a weight above the floor shows when `shown` heads are shown at once: one head
-/// at full strength, more heads each fainter (1/√shown), so that many heads' lines add up to
-/// about one head's ink instead of a dark fan.
+/// How strongly lines show when `shown` heads are shown at once: one head at full strength,
+/// more heads each fainter (1/√shown), so that many heads' lines add up to about one head's
+/// ink instead of a dark fan (bertviz divides by the number of heads).
 pub(crate) fn fade(shown: usize) -> f64 {
     1.0 / (shown.max(1) as f64).sqrt()
 }
 
 /// The opacity of a weight's line when `shown` heads are shown: 0 for a weight that draws
-/// nothing (0, negative or not a number), else at least [`FLOOR`] (0.08), rising with the
-/// square root of the weight (so that a diffuse head, whose weights are all near 1 / tokens,
-/// stays visible) to 1 for a weight of 1 with one head shown; more heads shown make the part
-/// above the floor fainter by 1/√shown. The exact weight is in the view's tooltips.
+/// nothing (0, negative or not a number), else at least [`FLOOR`] (0.08) with one head shown,
+/// rising with the square root of the weight (so that a diffuse head, whose weights are all
+/// near 1 / tokens, stays visible) to 1 for a weight of 1; with more heads shown every line
+/// is fainter by 1/√shown (the per-head boxes shown on hover keep one head's opacity). The
+/// exact weight is in the view's tooltips.
 ///
 /// ```
 /// use attention_lab_plot::*;
@@ -183,11 +184,12 @@ pub(crate) fn fade(shown: usize) -> f64 {
 /// assert_eq!(line_opacity(0.0, 1), 0.0); // masked: no line
 /// assert_eq!(line_opacity(1e-62, 1), 0.08); // the floor: never erased
 /// assert!((line_opacity(0.25, 1) - 0.54).abs() < 1e-12); // 0.08 + 0.92 × √0.25
-/// assert!((line_opacity(1.0, 4) - 0.54).abs() < 1e-12); // four heads: each half as strong
+/// assert!((line_opacity(1.0, 4) - 0.5).abs() < 1e-12); // four heads: each half as strong
+/// assert!((line_opacity(1e-62, 4) - 0.04).abs() < 1e-12);
 /// ```
 pub fn line_opacity(w: f64, shown: usize) -> f64 {
     if drawn(w) {
-        FLOOR + strength(w) * fade(shown)
+        (FLOOR + strength(w)) * fade(shown)
     } else {
         0.0
     }

@@ -19,12 +19,12 @@ pub(crate) const MAX_LINES: usize = 12_000;
 /// Pixels from one token to the next.
 pub(crate) const ROW: f64 = 22.0;
 /// Pixels between the query and the key columns.
-const SPAN: f64 = 190.0;
+const SPAN: f64 = 180.0;
 /// Space between a token and its lines' ends.
 const PAD: f64 = 8.0;
 const SWATCH: f64 = 12.0;
 /// The width of one head's box in the strips beside the tokens (the script draws them).
-const BOX: f64 = 7.0;
+const BOX: f64 = 6.0;
 /// The most pixels between two heads' lines of one pair (lines are at most 2 wide).
 const STEP: f64 = 3.0;
 /// The most weights a view carries for the script to draw other layers from (3 bytes each).
@@ -51,9 +51,9 @@ const MASKED: RGBColor = RGBColor(150, 150, 150);
 /// Each head has its own colour ([`head_colour`](crate::head_colour): twelve told apart with
 /// colour blindness too) and its lines are drawn a little apart from the other heads' lines
 /// of the same pair, so no head hides another. A line's opacity is
-/// [`line_opacity`](crate::line_opacity): at least 0.08 for any weight above 0, rising with
-/// its square root, fainter the more heads are shown; each line carries its weight
-/// (`data-w`). A weight of 0 (a masked pair) draws no line, and a query whose every key is
+/// [`line_opacity`](crate::line_opacity): at least 0.08 for any weight above 0 with one head
+/// shown, rising with its square root, fainter the more heads are shown; each line carries
+/// its weight (`data-w`). A weight of 0 (a masked pair) draws no line, and a query whose every key is
 /// masked is greyed and struck through. Tokens are shown as
 /// [`pretty_token`](crate::pretty_token) writes them.
 ///

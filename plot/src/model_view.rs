@@ -14,7 +14,7 @@ use crate::scene::{text, title_item, Anchor, Item, Scene, MARGIN};
 const PANEL: f64 = 26.0;
 const GAP: f64 = 3.0;
 /// Between the grid and the head view.
-const APART: f64 = 16.0;
+const APART: f64 = 12.0;
 /// Panels of longer inputs show the largest weight of each block of cells.
 const MAX_CELLS: usize = 56;
 

@@ -110,7 +110,7 @@ fn one_line_a_pair_and_head_carrying_its_weight_its_opacity_from_a_floor() {
             (l.opacity - line_opacity(w, 3)).abs() <= 5e-4,
             "{l:?} against {w}"
         );
-        assert!(l.opacity >= 0.08 && l.opacity < line_opacity(w, 1));
+        assert!(l.opacity >= 0.08 / 3f64.sqrt() - 5e-4 && l.opacity < line_opacity(w, 1));
         assert!(!l.hidden);
     }
     // Every (head, query, key) once.
@@ -154,7 +154,7 @@ fn no_head_hides_another_and_no_two_share_a_colour() {
     let got = lines(&head_view_weights(&weights, &tokens).to_svg().unwrap());
     // Every pair of every head is drawn, the diffuse head's and the 1e-62 ones included.
     assert_eq!(got.len(), 12 * n * n);
-    assert!(got.iter().all(|l| l.opacity >= 0.08));
+    assert!(got.iter().all(|l| l.opacity >= 0.08 / 12f64.sqrt() - 5e-4));
     // One colour a head, twelve colours.
     let mut colours = std::collections::BTreeMap::new();
     for l in &got {
@@ -226,8 +226,8 @@ fn at_the_projector_size_labels_are_at_least_16_pixels() {
 
 #[test]
 fn twelve_heads_and_the_open_layer_fit_a_1366_by_768_screen() {
-    // JupyterLab at 1366 x 768 with its file browser open leaves about 940 x 600 pixels to a
-    // cell's output.
+    // JupyterLab at 1366 x 768 with its file browser open leaves 914 x 647 pixels to a cell's
+    // output (measured by e2e/lab.test.mjs).
     for n in [13, 20] {
         let weights = twelve_heads(n);
         let attentions = Array4::from_shape_fn((6, 12, n, n), |(_, h, q, k)| weights[[h, q, k]]);
