@@ -1,7 +1,10 @@
 // End to end, as a person sees it: `attention-lab lab --no-browser` on a free port, notebooks
 // 000, 003 and 008 opened in headless Chromium, Run All, then the page is checked against the
 // outputs stored in the notebooks (NumPy's text, heatmaps as SVG, no error); the first head
-// view is hovered, toggled and downloaded, and 008's model view opens a panel.
+// view is hovered, toggled and downloaded, and 008's model view opens a panel. Issue 33's
+// checks, on 000's head view and 008's model view: no two shown heads share a colour, no line
+// lies on another head's, the 12-head model view with a layer open fits 1366 x 768, and every
+// label is 16 px or more at the projector size.
 //
 // Usage: ATTENTION_LAB_BIN=/path/to/attention-lab node e2e/lab.test.mjs
 // Screenshots: target/e2e/*.png (relative to the repository).
@@ -143,10 +146,48 @@ async function runNotebook(page, base, token, name, failures) {
   }
 }
 
-// The lines a view shows (not hidden): head, query, key and opacity of each.
+// The lines a view shows (not hidden): head, query, key, opacity, weight, colour and ends.
 const shownLines = (svg) => svg.evaluate((s) => [...s.querySelectorAll('line[data-h]')]
   .filter((l) => getComputedStyle(l).display !== 'none')
-  .map((l) => ({ h: +l.dataset.h, q: +l.dataset.q, k: +l.dataset.k, o: +l.getAttribute('stroke-opacity') })));
+  .map((l) => ({
+    h: +l.dataset.h, q: +l.dataset.q, k: +l.dataset.k, o: +l.getAttribute('stroke-opacity'), w: +l.dataset.w,
+    c: l.getAttribute('stroke'), at: ['x1', 'y1', 'x2', 'y2'].map((a) => Number(l.getAttribute(a)).toFixed(1)).join(' '),
+  })));
+
+// Issue 33's legibility checks on the lines shown: no two heads in one colour, no line on the
+// very place of another head's, none fainter than the floor.
+function apart(stem, lines, failures) {
+  const colour = new Map();
+  const place = new Map();
+  // The floor, 0.08 with one head shown, fades as 1/√heads (plot/src/colormap.rs).
+  const floor = 0.08 / Math.sqrt(new Set(lines.map((l) => l.h)).size) - 0.0005;
+  for (const l of lines) {
+    if (!colour.has(l.h)) colour.set(l.h, l.c);
+    else if (colour.get(l.h) !== l.c) failures.push(`${stem}: head ${l.h + 1} has two colours`);
+    const other = place.get(l.at);
+    if (other !== undefined && other !== l.h) failures.push(`${stem}: a line of head ${l.h + 1} lies on one of head ${other + 1} at ${l.at}`);
+    place.set(l.at, l.h);
+    if (!(l.o >= floor)) failures.push(`${stem}: line ${JSON.stringify(l)} is fainter than the floor`);
+  }
+  const colours = [...colour.values()];
+  if (new Set(colours).size !== colours.length) failures.push(`${stem}: ${colours.length} heads shown in ${new Set(colours).size} colours: ${JSON.stringify([...colour])}`);
+  return colour.size;
+}
+
+// At the projector size (the size menu's 150%), every text of the view is 16 px or more.
+async function projector(page, view, svg, stem, failures) {
+  await view.locator('select.alab-size').selectOption('1.5');
+  const small = await svg.evaluate((s) => {
+    const zoom = s.getBoundingClientRect().width / s.viewBox.baseVal.width;
+    return [...s.querySelectorAll('text')].map((t) => ({ t: t.textContent, px: Number(t.getAttribute('font-size')) * zoom }))
+      .filter((t) => t.px < 16);
+  });
+  if (small.length) failures.push(`${stem}: at the projector size ${small.length} texts are under 16 px: ${JSON.stringify(small.slice(0, 3))}`);
+  await view.scrollIntoViewIfNeeded();
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: path.join(shots, `${stem}-after-projector.png`) });
+  await view.locator('select.alab-size').selectOption('1');
+}
 
 // The first head view of the notebook, as a teacher uses it: every line shown at first;
 // hovering a query token keeps only its lines (one a key and head, opacities the weights);
@@ -168,6 +209,7 @@ async function headView(page, stem, printed, failures) {
   const keys = await svg.locator('text.alab-k').count();
   const before = await shown();
   if (before.length !== heads * queries * keys) failures.push(`${stem}: ${before.length} lines shown at first, expected ${heads * queries * keys}`);
+  if (apart(stem, before, failures) !== heads) failures.push(`${stem}: not every head's lines are shown at first`);
   await page.screenshot({ path: path.join(shots, `${stem}-head-view-before.png`) });
 
   const q = queries - 1;
@@ -179,9 +221,14 @@ async function headView(page, stem, printed, failures) {
   if (printed) {
     for (const l of hovered) {
       const w = printed[l.h] && printed[l.h][l.q * keys + l.k];
-      if (w === undefined || Math.abs(l.o - w) > 0.0015) failures.push(`${stem}: line ${JSON.stringify(l)} against printed weight ${w}`);
+      if (w === undefined || Math.abs(l.w - w) > 0.0015) failures.push(`${stem}: line ${JSON.stringify(l)} against printed weight ${w}`);
     }
   }
+  // Every shown head's weight has its box beside the keys, and the hovered token is marked.
+  const boxes = await svg.locator('rect.alab-box').count();
+  if (boxes !== hovered.length) failures.push(`${stem}: ${boxes} boxes beside the keys for ${hovered.length} lines`);
+  if (!(await svg.locator(`text.alab-q.alab-on[data-q="${q}"]`).count())) failures.push(`${stem}: the hovered token is not highlighted`);
+  apart(stem, hovered, failures);
   await page.screenshot({ path: path.join(shots, `${stem}-head-view-hover.png`) });
   await page.mouse.move(5, 5);
   const left = await shown();
@@ -204,6 +251,26 @@ async function headView(page, stem, printed, failures) {
   if (!saved.startsWith('<svg') || savedLines !== toggled.length) failures.push(`${stem}: the downloaded SVG has ${savedLines} lines, the view shows ${toggled.length}`);
   await svg.locator('rect[data-h="0"]').click();
   if ((await shown()).length !== before.length) failures.push(`${stem}: showing head 1 again did not bring its lines back`);
+  // A double-click shows that head alone.
+  await svg.locator(`rect[data-h="${heads - 1}"]`).dblclick();
+  const alone = await shown();
+  if (!alone.length || alone.some((l) => l.h !== heads - 1)) failures.push(`${stem}: a double-click on head ${heads} shows heads ${[...new Set(alone.map((l) => l.h + 1))]}`);
+  await view.locator('select.alab-heads').selectOption('all');
+  await projector(page, view, svg, `${stem}-head-view`, failures);
+  // The neuron view: a click on a key's token follows it as the query.
+  const neuron = page.locator(`${PANEL} .alab-view[data-view="neuron-view"]`).first();
+  if (await neuron.count()) {
+    await neuron.scrollIntoViewIfNeeded();
+    const nsvg = neuron.locator('svg.alab-neuron-view');
+    const shownQuery = () => nsvg.evaluate((s) => [...s.querySelectorAll('g.alab-neuron-q')].filter((g) => g.getAttribute('display') !== 'none').map((g) => +g.dataset.q));
+    await nsvg.locator('g.alab-neuron-q:not([display="none"]) text.alab-k[data-k="1"]').click();
+    const afterKey = await shownQuery();
+    const visibleQ = nsvg.locator('g.alab-neuron-q:not([display="none"]) text.alab-q');
+    await visibleQ.click();
+    const afterQ = await shownQuery();
+    if (JSON.stringify(afterKey) !== '[1]' || JSON.stringify(afterQ) !== '[0]') failures.push(`${stem}: neuron view queries ${JSON.stringify(afterKey)} after a click on key 1 and ${JSON.stringify(afterQ)} after one on "q of", expected [1] and [0]`);
+    await page.screenshot({ path: path.join(shots, `${stem}-after-neuron-view.png`) });
+  }
 }
 
 // The model view: a click on a panel opens that layer and head in the head view below it.
@@ -234,6 +301,40 @@ async function modelView(page, stem, failures) {
   const hovered = await shown();
   if (!hovered.length || hovered.some((l) => l.q !== 2)) failures.push(`${stem}: hovering query 2 in the opened head shows ${JSON.stringify(hovered.slice(0, 5))}`);
   await page.mouse.move(5, 5);
+  // Heads 1 and 8 chosen: the title and the frame say so (the frame spans the layer).
+  await svg.locator('rect[data-h="0"]').click();
+  const both = await svg.locator('g.alab-detail text.alab-title').textContent();
+  const frame = Number(await svg.locator('rect[data-pick]').getAttribute('width'));
+  const panel = Number(await svg.locator('image[data-l="1"][data-h="7"]').getAttribute('width'));
+  if (both !== 'layer 1, heads 1, 8' || frame < heads * panel) failures.push(`${stem}: with heads 1 and 8 shown the title says ${JSON.stringify(both)} and the frame is ${frame} px wide`);
+  // Every head of the layer: twelve colours, no line on another head's.
+  await view.locator('select.alab-heads').selectOption('all');
+  const every = await shown();
+  if (apart(stem, every, failures) !== heads) failures.push(`${stem}: all heads chosen, lines of ${new Set(every.map((l) => l.h)).size} heads shown`);
+  await svg.locator('text.alab-q[data-q="2"]').hover();
+  await page.screenshot({ path: path.join(shots, `${stem}-after-model-view-all-heads-hover.png`) });
+  await page.mouse.move(5, 5);
+  // On a 1366 x 768 screen the grid and the open layer are seen whole at their own size.
+  await page.setViewportSize({ width: 1366, height: 768 });
+  await page.waitForTimeout(1000);
+  await view.evaluate((v) => v.scrollIntoView({ block: 'start' }));
+  await page.waitForTimeout(500);
+  const fit = await view.evaluate((v) => {
+    const s = v.querySelector('svg');
+    const r = s.getBoundingClientRect();
+    const bar = v.querySelector('.alab-bar').getBoundingClientRect();
+    const area = v.closest('.jp-WindowedPanel-outer, .jp-Notebook').getBoundingClientRect();
+    return {
+      width: r.width, height: r.bottom - bar.top, own: Number(s.getAttribute('width')),
+      areaWidth: v.clientWidth, scroll: v.scrollWidth, areaHeight: area.height,
+    };
+  });
+  if (Math.abs(fit.width - fit.own) > 1 || fit.scroll > fit.areaWidth + 1 || fit.height > fit.areaHeight) {
+    failures.push(`${stem}: the model view does not fit 1366 x 768: ${JSON.stringify(fit)}`);
+  }
+  await page.screenshot({ path: path.join(shots, `${stem}-after-model-view-1366x768.png`) });
+  await projector(page, view, svg, `${stem}-model-view`, failures);
+  await page.setViewportSize({ width: 1400, height: 1000 });
 }
 
 async function main() {

@@ -1,6 +1,7 @@
 // attention-lab's interactive views. The picture is complete without this script (an image of
 // its SVG); the script makes it live SVG and adds interaction, and finds its view as its own
-// parent (no ids, no globals, no network).
+// parent (no ids, no globals, no network). Every number it draws with (colours, offsets,
+// opacities, weights) is written by the Rust side into the SVG's data- attributes.
 (function () {
   var root = document.currentScript && document.currentScript.parentNode;
   if (!root || root.getAttribute('data-ready')) return;
@@ -15,13 +16,47 @@
     img.parentNode.replaceChild(document.importNode(doc.documentElement, true), img);
   });
   var num = function (el, name) { return Number(el.getAttribute('data-' + name)); };
+  var list = function (el, name) { return (el.getAttribute('data-' + name) || '').split(',').map(Number); };
   var all = function (el, sel) { return Array.prototype.slice.call(el.querySelectorAll(sel)); };
+  var make = function (parent, tag, attrs) {
+    var el = document.createElementNS(NS, tag);
+    Object.keys(attrs).forEach(function (a) { el.setAttribute(a, attrs[a]); });
+    parent.appendChild(el);
+    return el;
+  };
 
-  function bar(svg) {
+  // The bar above a view: its menus and buttons, then the size menu, the dark switch and the
+  // download button every view has.
+  function bar(svg, file) {
     var div = document.createElement('div');
     div.className = 'alab-bar';
     svg.parentNode.insertBefore(div, svg);
+    var box = svg.viewBox.baseVal;
+    var sizes = menu(div, 'alab-size', [[0.75, '75%'], [1, '100%'], [1.25, '125%'], [1.5, '150% (projector)'], [2, '200%']],
+      function (z) { svg.setAttribute('width', box.width * z); svg.setAttribute('height', box.height * z); });
+    var now = Number(svg.getAttribute('width')) / box.width;
+    if (!all(sizes, 'option').some(function (o) { return Number(o.value) === now; })) option(sizes, now, Math.round(now * 100) + '%');
+    sizes.value = String(now);
+    sizes.title = 'size';
+    var theme = document.body && document.body.getAttribute('data-jp-theme-light') === 'false';
+    if (theme) root.classList.add('alab-dark');
+    button(div, 'dark', function () { root.classList.toggle('alab-dark'); });
+    button(div, 'download SVG', function () { download(svg, file); }).className = 'alab-download';
     return div;
+  }
+
+  function option(sel, value, label) {
+    var o = document.createElement('option'); o.value = String(value); o.textContent = label; sel.appendChild(o); return o;
+  }
+
+  // A menu of [value, label] pairs, placed before the bar's buttons; `change` hears the value.
+  function menu(div, cls, options, change) {
+    var sel = document.createElement('select');
+    sel.className = cls;
+    options.forEach(function (o) { option(sel, o[0], o[1]); });
+    sel.addEventListener('change', function () { change(sel.value); });
+    div.insertBefore(sel, div.querySelector('button'));
+    return sel;
   }
 
   // Downloads what is shown: hidden lines and groups are left out of the file.
@@ -42,135 +77,198 @@
     var b = document.createElement('button');
     b.type = 'button';
     b.textContent = label;
-    b.className = 'alab-download';
     b.addEventListener('click', act);
     div.appendChild(b);
+    return b;
   }
 
-  // The head view: hover a token to keep its lines, click it to pin them, click a head's
-  // colour to hide or show the head, or pick heads in the menu.
-  function headView(svg) {
+  // The head view: hover a token to keep its lines and see each head's weight in the strip of
+  // boxes beside the other side's tokens, click it to pin them, click a head's colour to hide
+  // or show the head, double-click it to show that head alone, or pick heads, a layer and the
+  // sentences' pairs in the menus. `shown` hears the layer and the heads shown after each change.
+  function headView(svg, host, shownHook) {
     var swatches = all(svg, 'rect[data-h]');
-    var shown = {};
-    swatches.forEach(function (r) { shown[num(r, 'h')] = r.getAttribute('fill') !== 'none'; });
+    var heads = swatches.length;
+    var colour = {}, shown = {};
+    swatches.forEach(function (r) { colour[num(r, 'h')] = r.getAttribute('stroke'); shown[num(r, 'h')] = r.getAttribute('fill') !== 'none'; });
+    var dy = list(svg, 'dy'), fade = list(svg, 'fade'), floor = num(svg, 'floor');
+    var x1 = num(svg, 'x1'), x2 = num(svg, 'x2'), top = num(svg, 'top'), row = num(svg, 'row');
+    var box = num(svg, 'box'), stripQ = num(svg, 'strip-q'), stripK = num(svg, 'strip-k');
+    var b = svg.hasAttribute('data-b') ? num(svg, 'b') : null;
+    var layers = svg.hasAttribute('data-weights') ? svg.getAttribute('data-weights').split(',') : null;
+    var layer = layers ? num(svg, 'layer') : 0;
+    var pairs = 'all';
     var pinned = svg.getAttribute('data-query') === '' ? null : { side: 'q', i: num(svg, 'query') };
     var hover = null;
-    var div = bar(svg);
-    var menu = document.createElement('select');
-    menu.className = 'alab-heads';
-    var option = function (value, label) {
-      var o = document.createElement('option'); o.value = value; o.textContent = label; menu.appendChild(o);
-    };
-    option('all', 'all heads');
-    swatches.forEach(function (r) { option(String(num(r, 'h')), 'head ' + (num(r, 'h') + 1)); });
-    option('', 'some heads');
-    var some = menu.lastChild;
-    div.appendChild(menu);
+    var strip = make(host, 'g', { 'class': 'alab-strip' });
     var file = svg.classList.contains('alab-model-view') ? 'model_view.svg' : 'head_view.svg';
-    button(div, 'download SVG', function () { download(svg, file); });
-
-    function show() {
-      var focus = hover || pinned;
-      all(svg, 'line[data-h]').forEach(function (l) {
-        var on = shown[num(l, 'h')] && (!focus || num(l, focus.side) === focus.i);
-        l.setAttribute('display', on ? 'inline' : 'none');
-      });
-      swatches.forEach(function (r) { r.setAttribute('fill', shown[num(r, 'h')] ? r.getAttribute('stroke') : 'none'); });
-      var on = swatches.filter(function (r) { return shown[num(r, 'h')]; });
-      menu.value = on.length === swatches.length ? 'all' : on.length === 1 ? String(num(on[0], 'h')) : '';
-      some.textContent = on.length ? 'some heads' : 'no heads';
-    }
-    var token = function (e) { return e.target.closest && e.target.closest('text.alab-q, text.alab-k'); };
-    var side = function (t) { return t.classList.contains('alab-q') ? { side: 'q', i: num(t, 'q') } : { side: 'k', i: num(t, 'k') }; };
-    svg.addEventListener('mouseover', function (e) { var t = token(e); if (t) { hover = side(t); show(); } });
-    svg.addEventListener('mouseout', function (e) { if (token(e)) { hover = null; show(); } });
-    svg.addEventListener('click', function (e) {
-      var h = e.target.closest && e.target.closest('rect[data-h], text[data-h]');
-      if (h) { shown[num(h, 'h')] = !shown[num(h, 'h')]; show(); return; }
-      var t = token(e);
-      if (t) { var s = side(t); pinned = pinned && pinned.side === s.side && pinned.i === s.i ? null : s; show(); }
-    });
-    menu.addEventListener('change', function () {
-      if (menu.value === '') { show(); return; }
-      Object.keys(shown).forEach(function (h) { shown[h] = menu.value === 'all' || menu.value === h; });
+    var div = bar(svg, file);
+    var headsMenu = menu(div, 'alab-heads', [['all', 'all heads']].concat(swatches.map(function (r) {
+      return [num(r, 'h'), 'head ' + (num(r, 'h') + 1)];
+    })).concat([['', 'some heads']]), function (v) {
+      if (v === '') { show(); return; }
+      Object.keys(shown).forEach(function (h) { shown[h] = v === 'all' || v === h; });
       show();
     });
-    show();
-    return {
-      show: show,
-      only: function (h) { Object.keys(shown).forEach(function (k) { shown[k] = Number(k) === h; }); pinned = null; show(); },
-    };
-  }
+    var some = headsMenu.lastChild;
+    var layerMenu = layers && layers.length > 1 ? menu(div, 'alab-layer', layers.map(function (_, l) { return [l, 'layer ' + l]; }),
+      function (v) { draw(Number(v)); show(); }) : null;
+    if (b !== null) {
+      menu(div, 'alab-pairs', [['all', 'all pairs'], ['AA', 'A → A'], ['AB', 'A → B'], ['BA', 'B → A'], ['BB', 'B → B']],
+        function (v) { pairs = v; show(); });
+    }
+    var lines = function () { return all(host, 'line[data-h][data-q]'); };
+    var sentence = function (i) { return i < b ? 'A' : 'B'; };
+    var paired = function (l) { return pairs === 'all' || pairs === sentence(num(l, 'q')) + sentence(num(l, 'k')); };
+    var token = function (side, i) { var t = svg.querySelector('text.alab-' + side + '[data-' + side + '="' + i + '"]'); return t ? t.textContent : ''; };
 
-  // The model view: a click on a panel draws that layer's lines in the head view below.
-  function modelView(svg, view) {
-    if (!svg.hasAttribute('data-weights')) return; // too large to carry: the picked panel only
-    var layers = svg.getAttribute('data-weights').split(',');
-    var heads = num(svg, 'heads'), n = num(svg, 'tokens');
-    var x1 = num(svg, 'x1'), x2 = num(svg, 'x2'), top = num(svg, 'top'), row = num(svg, 'row');
-    var detail = svg.querySelector('g.alab-detail');
-    var colour = {};
-    all(detail, 'rect[data-h]').forEach(function (r) { colour[num(r, 'h')] = r.getAttribute('stroke'); });
-    var title = detail.querySelector('text.alab-title');
-    var pick = svg.querySelector('rect[data-pick]');
-    function open(l, h) {
-      all(detail, 'line[data-h]').forEach(function (e) { e.parentNode.removeChild(e); });
+    // Every head's lines of layer `l`, from the weights the view carries.
+    function draw(l) {
+      layer = l;
+      if (layerMenu) layerMenu.value = String(l);
+      lines().forEach(function (e) { e.parentNode.removeChild(e); });
       var bytes = atob(layers[l]);
-      var first = detail.querySelector('text');
-      for (var hh = 0; hh < heads; hh++) {
-        for (var q = 0; q < n; q++) {
-          for (var k = 0; k < n; k++) {
-            var b = bytes.charCodeAt((hh * n + q) * n + k);
-            if (!b) continue;
-            var line = document.createElementNS(NS, 'line');
-            line.setAttribute('x1', x1); line.setAttribute('x2', x2);
-            line.setAttribute('y1', top + q * row + row / 2); line.setAttribute('y2', top + k * row + row / 2);
-            line.setAttribute('stroke', colour[hh]); line.setAttribute('stroke-width', '2');
-            line.setAttribute('stroke-opacity', (b / 255).toFixed(3));
-            line.setAttribute('data-h', hh); line.setAttribute('data-q', q); line.setAttribute('data-k', k);
-            detail.insertBefore(line, first);
+      var keys = all(svg, 'text.alab-k').length;
+      var queries = bytes.length / 3 / heads / keys;
+      var first = host.querySelector('text.alab-q');
+      for (var h = 0; h < heads; h++) {
+        for (var q = 0; q < queries; q++) {
+          for (var k = 0; k < keys; k++) {
+            var at = 3 * ((h * queries + q) * keys + k);
+            var s = bytes.charCodeAt(at);
+            if (!s) continue;
+            var w = Math.pow(2, (bytes.charCodeAt(at + 1) * 256 + bytes.charCodeAt(at + 2) - 65535) / 256);
+            var line = make(host, 'line', {
+              x1: x1, x2: x2, y1: top + q * row + row / 2 + dy[h], y2: top + k * row + row / 2 + dy[h],
+              stroke: colour[h], 'stroke-width': svg.getAttribute('data-lw'),
+              'data-h': h, 'data-q': q, 'data-k': k, 'data-s': (s / 255).toFixed(3), 'data-w': w.toPrecision(3),
+            });
+            host.insertBefore(line, first);
           }
         }
       }
-      if (title) title.textContent = 'layer ' + l + ', head ' + (h + 1);
-      var panel = svg.querySelector('image[data-l="' + l + '"][data-h="' + h + '"]');
-      pick.setAttribute('x', Number(panel.getAttribute('x')) - 2);
-      pick.setAttribute('y', Number(panel.getAttribute('y')) - 2);
-      view.only(h);
     }
+
+    function show() {
+      var focus = hover || pinned;
+      var on = Object.keys(shown).map(Number).filter(function (h) { return shown[h]; }).sort(function (a, c) { return a - c; });
+      var f = fade[Math.max(on.length, 1) - 1];
+      while (strip.firstChild) strip.removeChild(strip.firstChild);
+      lines().forEach(function (l) {
+        var visible = shown[num(l, 'h')] && paired(l) && (!focus || num(l, focus.side) === focus.i);
+        l.setAttribute('display', visible ? 'inline' : 'none');
+        l.setAttribute('stroke-opacity', ((floor + num(l, 's')) * f).toFixed(3));
+        if (visible && focus) {
+          // The other side's token gets this head's box, as opaque as one head's line.
+          var other = focus.side === 'q' ? 'k' : 'q';
+          var h = num(l, 'h'), i = num(l, other);
+          var r = make(strip, 'rect', {
+            x: (other === 'k' ? stripK : stripQ) + h * box, y: top + i * row + 3, width: box - 1, height: row - 6,
+            fill: colour[h], 'fill-opacity': (floor + num(l, 's')).toFixed(3), 'class': 'alab-box',
+          });
+          make(r, 'title', {}).textContent = 'head ' + (h + 1) + ': ' + token('q', num(l, 'q')) + ' → ' + token('k', num(l, 'k')) + ', weight ' + l.getAttribute('data-w');
+        }
+      });
+      all(svg, 'text.alab-q, text.alab-k').forEach(function (t) {
+        var side = t.classList.contains('alab-q') ? 'q' : 'k';
+        t.classList.toggle('alab-on', !!focus && focus.side === side && num(t, side) === focus.i);
+      });
+      swatches.forEach(function (r) { r.setAttribute('fill', shown[num(r, 'h')] ? r.getAttribute('stroke') : 'none'); });
+      headsMenu.value = on.length === heads ? 'all' : on.length === 1 ? String(on[0]) : '';
+      some.textContent = on.length ? 'some heads' : 'no heads';
+      if (shownHook) shownHook(layer, on);
+    }
+    var tokenAt = function (e) { return e.target.closest && e.target.closest('text.alab-q, text.alab-k'); };
+    var side = function (t) { return t.classList.contains('alab-q') ? { side: 'q', i: num(t, 'q') } : { side: 'k', i: num(t, 'k') }; };
+    var headAt = function (e) { return e.target.closest && e.target.closest('rect[data-h], text[data-h]'); };
+    svg.addEventListener('mouseover', function (e) { var t = tokenAt(e); if (t) { hover = side(t); show(); } });
+    svg.addEventListener('mouseout', function (e) { if (tokenAt(e)) { hover = null; show(); } });
+    svg.addEventListener('click', function (e) {
+      var h = headAt(e);
+      if (h && !h.hasAttribute('data-l')) { shown[num(h, 'h')] = !shown[num(h, 'h')]; show(); return; }
+      var t = tokenAt(e);
+      if (t) { var s = side(t); pinned = pinned && pinned.side === s.side && pinned.i === s.i ? null : s; show(); }
+    });
+    svg.addEventListener('dblclick', function (e) {
+      var h = headAt(e);
+      if (h && !h.hasAttribute('data-l')) { e.preventDefault(); only(num(h, 'h')); }
+    });
+    function only(h) { Object.keys(shown).forEach(function (k) { shown[k] = Number(k) === h; }); show(); }
+    // The heads not shown are drawn here from the weights, when the view carries them.
+    if (layers) draw(layer);
+    show();
+    return {
+      open: function (l, h) { if (l !== layer) draw(l); pinned = null; only(h); },
+    };
+  }
+
+  // The model view: a click on a panel opens that layer and head in the head view beside the
+  // grid; the title and the frame follow the layer and heads shown.
+  function modelView(svg) {
+    var detail = svg.querySelector('g.alab-detail');
+    var title = detail.querySelector('text.alab-title');
+    var pick = svg.querySelector('rect[data-pick]');
+    var heads = num(svg, 'heads'), step = num(svg, 'panel'), left = num(svg, 'grid-left'), top = num(svg, 'grid-top');
+    var side = Number(pick.getAttribute('width'));
+    function follow(l, on) {
+      if (title) {
+        title.textContent = 'layer ' + l + (on.length === 1 ? ', head ' + (on[0] + 1)
+          : on.length === heads ? ', all heads' : on.length ? ', heads ' + on.map(function (h) { return h + 1; }).join(', ') : ', no heads');
+      }
+      // One head: its panel framed; more: the layer's row.
+      var wide = on.length === 1 ? side : (heads - 1) * step + side;
+      pick.setAttribute('x', left - 2 + (on.length === 1 ? on[0] * step : 0));
+      pick.setAttribute('y', top - 2 + l * step);
+      pick.setAttribute('width', wide);
+    }
+    var view = headView(svg, detail, follow);
+    if (!svg.hasAttribute('data-weights')) return; // too large to carry: the picked panel only
     svg.addEventListener('click', function (e) {
       var p = e.target.closest && e.target.closest('image[data-l]');
-      if (p) open(num(p, 'l'), num(p, 'h'));
+      if (p) view.open(num(p, 'l'), num(p, 'h'));
     });
-    // Every head's lines of the picked layer, the picked head shown.
-    open(num(svg, 'layer'), num(svg, 'head'));
   }
 
-  // The neuron view: a menu picks the query token.
+  // The neuron view: menus pick the layer, the head and the query token (those the view
+  // carries); a click on a key's token picks it as the query, one on "q of ..." the next query.
   function neuronView(svg) {
     var groups = all(svg, 'g.alab-neuron-q');
-    var div = bar(svg);
-    if (groups.length > 1) {
-      var menu = document.createElement('select');
-      menu.className = 'alab-query';
+    var div = bar(svg, 'neuron_view.svg');
+    var now = { l: num(svg, 'layer'), h: num(svg, 'head'), q: num(svg, 'query') };
+    var values = function (name) {
+      return groups.map(function (g) { return num(g, name); }).filter(function (v, i, a) { return a.indexOf(v) === i; });
+    };
+    var menus = {};
+    function pick(name, value) {
+      now[name] = value;
       groups.forEach(function (g) {
-        var o = document.createElement('option');
-        o.value = num(g, 'q');
-        o.textContent = 'query ' + num(g, 'q') + ': ' + g.querySelector('text.alab-q').textContent.replace(/^q of /, '');
-        menu.appendChild(o);
+        var on = num(g, 'l') === now.l && num(g, 'h') === now.h && num(g, 'q') === now.q;
+        g.setAttribute('display', on ? 'inline' : 'none');
       });
-      menu.value = svg.getAttribute('data-query');
-      menu.addEventListener('change', function () {
-        groups.forEach(function (g) { g.setAttribute('display', String(num(g, 'q')) === menu.value ? 'inline' : 'none'); });
-      });
-      div.appendChild(menu);
+      Object.keys(menus).forEach(function (m) { menus[m].value = String(now[m]); });
     }
-    button(div, 'download SVG', function () { download(svg, 'neuron_view.svg'); });
+    var label = {
+      l: function (l) { return 'layer ' + l; },
+      h: function (h) { return 'head ' + (h + 1); },
+      q: function (q) { return 'query ' + q + ': ' + svg.querySelector('g.alab-neuron-q[data-q="' + q + '"] text.alab-q').textContent.replace(/^q of /, ''); },
+    };
+    ['l', 'h', 'q'].forEach(function (name) {
+      var vs = values(name);
+      if (vs.length < 2) return;
+      menus[name] = menu(div, 'alab-' + { l: 'layer', h: 'heads', q: 'query' }[name], vs.map(function (v) { return [v, label[name](v)]; }),
+        function (v) { pick(name, Number(v)); });
+    });
+    pick('q', now.q);
+    var queries = values('q');
+    svg.addEventListener('click', function (e) {
+      var t = e.target.closest && e.target.closest('text.alab-q, text.alab-k');
+      if (!t) return;
+      var q = t.classList.contains('alab-q') ? queries[(queries.indexOf(num(t, 'q')) + 1) % queries.length] : num(t, 'k');
+      if (queries.indexOf(q) >= 0) pick('q', q);
+    });
   }
 
-  all(root, 'svg.alab-head-view, svg.alab-model-view').forEach(function (svg) {
-    var view = headView(svg);
-    if (svg.classList.contains('alab-model-view')) modelView(svg, view);
-  });
+  all(root, 'svg.alab-head-view').forEach(function (svg) { headView(svg, svg, null); });
+  all(root, 'svg.alab-model-view').forEach(modelView);
   all(root, 'svg.alab-neuron-view').forEach(neuronView);
 })();

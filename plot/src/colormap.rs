@@ -115,22 +115,94 @@ pub(crate) fn text_colour(fill: RGBColor) -> RGBColor {
     }
 }
 
-/// One colour a head, in turn: the Okabe-Ito palette, told apart with the common colour-vision
-/// deficiencies, without its yellow (too faint for thin lines on white). Heads past the
-/// seventh take the colours again; the legend names each.
-pub(crate) const HEADS: [RGBColor; 7] = [
-    RGBColor(0, 114, 178),
-    RGBColor(230, 159, 0),
-    RGBColor(0, 158, 115),
-    RGBColor(213, 94, 0),
-    RGBColor(204, 121, 167),
-    RGBColor(86, 180, 233),
-    RGBColor(0, 0, 0),
+/// One colour a head, twelve apart (an encoder layer's heads): Okabe-Ito's blue and orange,
+/// then ten colours picked one at a time, each the farthest (CIELAB ΔE) from those before it
+/// with normal vision and under protanopia, deuteranopia and tritanopia (Machado et al. 2009),
+/// among sRGB colours of lightness 25 to 72 and chroma 30 or more (visible as thin lines on
+/// white, and on black once a dark theme inverts them). Any two of the twelve are at least
+/// 20 ΔE apart with each kind of vision (`tests/colormap.rs` checks it); the first heads get
+/// the most distinct colours. Heads past the twelfth take the colours again; the legend names
+/// each.
+pub(crate) const HEADS: [RGBColor; 12] = [
+    RGBColor(0x00, 0x72, 0xb2),
+    RGBColor(0xe6, 0x9f, 0x00),
+    RGBColor(0x44, 0x44, 0x00),
+    RGBColor(0x88, 0x00, 0xff),
+    RGBColor(0x99, 0xbb, 0x77),
+    RGBColor(0x88, 0x22, 0x44),
+    RGBColor(0x55, 0xbb, 0xee),
+    RGBColor(0x33, 0x22, 0xaa),
+    RGBColor(0xbb, 0x55, 0xff),
+    RGBColor(0x99, 0x77, 0x22),
+    RGBColor(0x66, 0x22, 0x66),
+    RGBColor(0xdd, 0x55, 0x88),
 ];
 
-/// The colour of head `h` (from 0).
-pub(crate) fn head_colour(h: usize) -> RGBColor {
+/// The colour of head `h` (from 0) in the views, as sRGB bytes: twelve colours told apart
+/// with normal vision and the three kinds of colour blindness, then the same again.
+///
+/// ```
+/// use attention_lab_plot::*;
+///
+/// assert_eq!(head_colour(0), (0, 114, 178)); // Okabe-Ito's blue
+/// assert_eq!(head_colour(1), (230, 159, 0)); // and orange
+/// let twelve: std::collections::BTreeSet<_> = (0..12).map(head_colour).collect();
+/// assert_eq!(twelve.len(), 12);
+/// assert_eq!(head_colour(12), head_colour(0));
+/// ```
+pub fn head_colour(h: usize) -> (u8, u8, u8) {
+    let c = head_rgb(h);
+    (c.0, c.1, c.2)
+}
+
+/// [`head_colour`] as plotters' colour.
+pub(crate) fn head_rgb(h: usize) -> RGBColor {
     HEADS[h % HEADS.len()]
+}
+
+/// The least opacity of a line or box of a weight above 0: the faintest weight still shows.
+pub(crate) const FLOOR: f64 = 0.08;
+
+/// How strongly lines show when `shown` heads are shown at once: one head at full strength,
+/// more heads each fainter (1/√shown), so that many heads' lines add up to about one head's
+/// ink instead of a dark fan (bertviz divides by the number of heads).
+pub(crate) fn fade(shown: usize) -> f64 {
+    1.0 / (shown.max(1) as f64).sqrt()
+}
+
+/// The opacity of a weight's line when `shown` heads are shown: 0 for a weight that draws
+/// nothing (0, negative or not a number), else at least [`FLOOR`] (0.08) with one head shown,
+/// rising with the square root of the weight (so that a diffuse head, whose weights are all
+/// near 1 / tokens, stays visible) to 1 for a weight of 1; with more heads shown every line
+/// is fainter by 1/√shown (the per-head boxes shown on hover keep one head's opacity). The
+/// exact weight is in the view's tooltips.
+///
+/// ```
+/// use attention_lab_plot::*;
+///
+/// assert_eq!(line_opacity(1.0, 1), 1.0);
+/// assert_eq!(line_opacity(0.0, 1), 0.0); // masked: no line
+/// assert_eq!(line_opacity(1e-62, 1), 0.08); // the floor: never erased
+/// assert!((line_opacity(0.25, 1) - 0.54).abs() < 1e-12); // 0.08 + 0.92 × √0.25
+/// assert!((line_opacity(1.0, 4) - 0.5).abs() < 1e-12); // four heads: each half as strong
+/// assert!((line_opacity(1e-62, 4) - 0.04).abs() < 1e-12);
+/// ```
+pub fn line_opacity(w: f64, shown: usize) -> f64 {
+    if drawn(w) {
+        (FLOOR + strength(w)) * fade(shown)
+    } else {
+        0.0
+    }
+}
+
+/// Whether a weight draws anything: above 0 (not masked) and finite.
+pub(crate) fn drawn(w: f64) -> bool {
+    w > 0.0 && w.is_finite()
+}
+
+/// The part of a weight's opacity above the floor with one head shown: (1 − floor) × √w.
+pub(crate) fn strength(w: f64) -> f64 {
+    (1.0 - FLOOR) * w.clamp(0.0, 1.0).sqrt()
 }
 
 /// A diverging colour for `t` in [-1, 1] (clamped; NaN is grey): blue below 0, white at 0,

@@ -1,41 +1,61 @@
 //! The head view: query tokens on the left, key tokens on the right, a line for each pair
-//! and head whose opacity is the attention weight, one colour a head. Hovering a token in a
-//! notebook keeps only its lines, clicking a head's colour hides or shows the head.
+//! and head, one colour a head, each head's lines a little apart from the others', their
+//! opacity rising with the weight from a floor. Hovering a token in a notebook keeps only its
+//! lines and shows every shown head's weight as a strip of boxes beside the other side's
+//! tokens; clicking a head's colour hides or shows the head.
 
-use ndarray::{Array2, ArrayView3, Axis};
+use ndarray::{s, Array2, Array4, ArrayView3, ArrayView4, Axis};
 use plotters::style::RGBColor;
 
 use attention_lab::heads::MultiHeadOutput;
 
-use crate::colormap::head_colour;
+use crate::colormap::{drawn, fade, head_rgb, line_opacity, strength, FLOOR};
 use crate::error::PlotError;
 use crate::font::{register_font, text_size, LABEL_SIZE, TICK_SIZE};
-use crate::scene::{num, text, title_item, Anchor, Item, Scene, MARGIN};
+use crate::scene::{base64, num, text, title_item, Anchor, Item, Scene, MARGIN};
 
 /// Above this many lines (pairs times heads) a view draws only each query's largest weights.
 pub(crate) const MAX_LINES: usize = 12_000;
 /// Pixels from one token to the next.
 pub(crate) const ROW: f64 = 22.0;
 /// Pixels between the query and the key columns.
-const SPAN: f64 = 240.0;
+const SPAN: f64 = 180.0;
 /// Space between a token and its lines' ends.
 const PAD: f64 = 8.0;
 const SWATCH: f64 = 12.0;
+/// The width of one head's box in the strips beside the tokens (the script draws them).
+const BOX: f64 = 6.0;
+/// The most pixels between two heads' lines of one pair (lines are at most 2 wide).
+const STEP: f64 = 3.0;
+/// The most weights a view carries for the script to draw other layers from (3 bytes each).
+pub(crate) const MAX_DATA: usize = 1 << 20;
 /// The colour of a fully masked query's token.
 const MASKED: RGBColor = RGBColor(150, 150, 150);
 
-/// Where every head looks, as lines from query tokens to key tokens: made by [`head_view`]
-/// or [`head_view_weights`], shown inline by evcxr as HTML, written by
+/// Where every head looks, as lines from query tokens to key tokens: made by [`head_view`],
+/// [`head_view_weights`] or [`head_view_layers`], shown inline by evcxr as HTML, written by
 /// [`HeadView::save_svg`] and [`HeadView::save_png`].
 ///
 /// The lines are drawn in Rust as SVG (carried in the HTML as an image of itself, which
 /// untrusted output keeps), so the picture shows without scripts (an
 /// untrusted notebook, nbconvert's HTML, GitHub); a few KB of inline script add the
-/// interaction: hover a token to keep only its lines, click a token to keep them until the
-/// next click, click a head's colour in the legend to hide or show it, pick one head or all
-/// in a menu, and download what is shown as SVG. Heads are named from 1 ("head 1" is
-/// `heads[0]`), as [`heads_grid`](crate::heads_grid)'s panels are; methods take indices from 0. A weight of 0 (a masked pair) draws no line,
-/// and a query whose every key is masked is greyed and struck through.
+/// interaction: hover a token to keep only its lines and see each shown head's weight as a
+/// box beside the other side's tokens (its tooltip gives the weight), click a token to keep
+/// them until the next click, click a head's colour in the legend to hide or show it,
+/// double-click it to show that head alone, pick one head or all in a menu, a layer (of
+/// [`head_view_layers`]) or the pairs of two sentences ([`HeadView::sentence_b`]), change
+/// the size, darken the view, and download what is shown as SVG. Heads are named from 1
+/// ("head 1" is `heads[0]`), as [`heads_grid`](crate::heads_grid)'s panels are; methods take
+/// indices from 0.
+///
+/// Each head has its own colour ([`head_colour`](crate::head_colour): twelve told apart with
+/// colour blindness too) and its lines are drawn a little apart from the other heads' lines
+/// of the same pair, so no head hides another. A line's opacity is
+/// [`line_opacity`](crate::line_opacity): at least 0.08 for any weight above 0 with one head
+/// shown, rising with its square root, fainter the more heads are shown; each line carries
+/// its weight (`data-w`). A weight of 0 (a masked pair) draws no line, and a query whose every key is
+/// masked is greyed and struck through. Tokens are shown as
+/// [`pretty_token`](crate::pretty_token) writes them.
 ///
 /// ```
 /// use attention_lab::prelude::*;
@@ -50,14 +70,20 @@ const MASKED: RGBColor = RGBColor(150, 150, 150);
 /// ```
 #[derive(Debug, Clone)]
 pub struct HeadView {
+    /// The shown layer's heads.
     pub(crate) weights: Vec<Array2<f64>>,
+    /// Every layer, layers x heads x queries x keys, when the view can show each of them.
+    pub(crate) layers: Option<Array4<f64>>,
+    pub(crate) layer: usize,
     pub(crate) queries: Vec<String>,
     pub(crate) keys: Option<Vec<String>>,
     pub(crate) shown: Option<Vec<usize>>,
     pub(crate) query: Option<usize>,
     pub(crate) top_k: Option<usize>,
+    pub(crate) sentence_b: Option<usize>,
     pub(crate) title: Option<String>,
     pub(crate) png_scale: u32,
+    pub(crate) scale: f64,
 }
 
 /// The head view of a multi-head layer's output: one colour per head, `tokens` on both sides
@@ -77,7 +103,7 @@ pub struct HeadView {
 /// ```
 pub fn head_view<S: AsRef<str>>(out: &MultiHeadOutput, tokens: &[S]) -> HeadView {
     let weights = out.heads.iter().map(|h| h.weights.clone()).collect();
-    new_view(weights, tokens)
+    new_view(weights, None, strings(tokens))
 }
 
 /// The head view of attention weights given as an array, heads x queries x keys (one layer of
@@ -96,29 +122,95 @@ pub fn head_view_weights<'a, S: AsRef<str>>(
     weights: impl Into<ArrayView3<'a, f64>>,
     tokens: &[S],
 ) -> HeadView {
-    let weights = weights
-        .into()
-        .axis_iter(Axis(0))
-        .map(|w| w.to_owned())
-        .collect();
-    new_view(weights, tokens)
+    new_view(heads_of(weights.into()), None, strings(tokens))
 }
 
-fn new_view<S: AsRef<str>>(weights: Vec<Array2<f64>>, tokens: &[S]) -> HeadView {
+/// The head view of every layer of an encoder, layers x heads x queries x keys (its
+/// `attentions()`): layer 0 at first ([`HeadView::layer`] picks another), a menu in the
+/// notebook for the others (while the weights take at most 1 MiB as 3 bytes each).
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// use attention_lab_plot::*;
+///
+/// let attentions = Array4::from_shape_fn((2, 1, 2, 2), |(l, _, q, k)| if (q + l) % 2 == k { 1.0 } else { 0.0 });
+/// let svg = head_view_layers(&attentions, &["a", "b"]).layer(1).to_svg()?;
+/// assert!(svg.contains("data-q=\"0\" data-k=\"1\"")); // layer 1 looks at the other token
+/// let html = head_view_layers(&attentions, &["a", "b"]).to_html();
+/// assert!(html.contains("data-view=\"head-view\""));
+/// # Ok::<(), PlotError>(())
+/// ```
+pub fn head_view_layers<'a, S: AsRef<str>>(
+    attentions: impl Into<ArrayView4<'a, f64>>,
+    tokens: &[S],
+) -> HeadView {
+    new_view(vec![], Some(attentions.into().to_owned()), strings(tokens)).layer(0)
+}
+
+fn heads_of(weights: ArrayView3<f64>) -> Vec<Array2<f64>> {
+    weights.axis_iter(Axis(0)).map(|w| w.to_owned()).collect()
+}
+
+/// A head view of `weights`, or of every layer's (the weights then come from `layer`), the
+/// tokens as shown.
+pub(crate) fn new_view(
+    weights: Vec<Array2<f64>>,
+    layers: Option<Array4<f64>>,
+    tokens: Vec<String>,
+) -> HeadView {
     HeadView {
         weights,
-        queries: strings(tokens),
+        layers,
+        layer: 0,
+        queries: tokens,
         keys: None,
         shown: None,
         query: None,
         top_k: None,
+        sentence_b: None,
         title: None,
         png_scale: 2,
+        scale: 1.0,
     }
 }
 
+/// The tokens as the views show them ([`pretty_token`]).
 pub(crate) fn strings<S: AsRef<str>>(tokens: &[S]) -> Vec<String> {
-    tokens.iter().map(|t| t.as_ref().to_string()).collect()
+    tokens.iter().map(|t| pretty_token(t.as_ref())).collect()
+}
+
+/// A tokenizer's token as a reader expects it: the word-start marks of byte-level BPE (`Ġ`,
+/// GPT-2, RoBERTa) and SentencePiece (`▁`, T5, Llama) dropped, WordPiece's continuation mark
+/// (`##`, BERT) shown as a middle dot before the piece, BPE's word-end mark `</w>` dropped and
+/// a newline byte `Ċ` shown as `↵`; a token that is nothing but a mark, and any other token,
+/// is kept as it is. The views show every token this way.
+///
+/// ```
+/// use attention_lab_plot::*;
+///
+/// assert_eq!(pretty_token("Ġcat"), "cat");
+/// assert_eq!(pretty_token("▁the"), "the");
+/// assert_eq!(pretty_token("##ing"), "·ing");
+/// assert_eq!(pretty_token("low</w>"), "low");
+/// assert_eq!(pretty_token("Ċ"), "↵");
+/// assert_eq!(pretty_token("[CLS]"), "[CLS]");
+/// assert_eq!(pretty_token("##"), "##");
+/// ```
+pub fn pretty_token(token: &str) -> String {
+    let nonempty = |t: &str| (!t.is_empty()).then(|| t.to_string());
+    if let Some(piece) = token.strip_prefix("##").and_then(nonempty) {
+        return format!("·{piece}");
+    }
+    let word = token
+        .strip_prefix('Ġ')
+        .or_else(|| token.strip_prefix('▁'))
+        .unwrap_or(token);
+    let word = word.strip_suffix("</w>").unwrap_or(word);
+    match word {
+        "Ċ" => "↵".into(),
+        "" => token.into(),
+        w => w.replace('Ċ', "↵"),
+    }
 }
 
 impl HeadView {
@@ -172,6 +264,47 @@ impl HeadView {
         self
     }
 
+    /// Shows layer `l` (from 0) of a view made by [`head_view_layers`]; the others are a menu
+    /// away in the notebook. Other views have one layer, 0.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let attentions = Array4::from_elem((3, 2, 2, 2), 0.5);
+    /// let err = head_view_layers(&attentions, &["a", "b"]).layer(3).to_svg().unwrap_err();
+    /// assert_eq!(err.to_string(), "there is no layer 3: they are 0 to 2");
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn layer(mut self, l: usize) -> HeadView {
+        if let Some(layers) = &self.layers {
+            if l < layers.dim().0 {
+                self.weights = heads_of(layers.slice(s![l, .., .., ..]));
+            }
+        }
+        self.layer = l;
+        self
+    }
+
+    /// The tokens from `first` on are a second sentence, B (a pair of texts, as BERT reads
+    /// them): a menu in the notebook then keeps the lines from A to A, A to B, B to A or B to B.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let weights = Array3::from_elem((1, 4, 4), 0.25);
+    /// let html = head_view_weights(&weights, &["a1", "a2", "b1", "b2"]).sentence_b(2).to_html();
+    /// assert!(html.contains("<script>"));
+    /// let err = head_view_weights(&weights, &["a1", "a2", "b1", "b2"]).sentence_b(4).to_svg().unwrap_err();
+    /// assert_eq!(err.to_string(), "there is no token 4: they are 0 to 3");
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn sentence_b(mut self, first: usize) -> HeadView {
+        self.sentence_b = Some(first);
+        self
+    }
+
     /// Draws only each query's `k` largest weights in each head. Without it, a view of more
     /// than 12,000 lines (queries x keys x heads) keeps each query's 12,000 / (queries x
     /// heads) largest weights a head, at least 1, so long inputs stay fast, and says so.
@@ -183,7 +316,7 @@ impl HeadView {
     /// let weights = Array3::from_shape_vec((1, 1, 3), vec![0.2, 0.5, 0.3]).unwrap();
     /// let svg = head_view_weights(&weights, &["q"]).keys(&["a", "b", "c"]).top_k(1).to_svg()?;
     /// assert_eq!(svg.matches("<line").count(), 1);
-    /// assert!(svg.contains("stroke-opacity=\"0.500\""));
+    /// assert!(svg.contains("data-w=\"0.5000\""));
     /// # Ok::<(), PlotError>(())
     /// ```
     pub fn top_k(mut self, k: usize) -> HeadView {
@@ -193,6 +326,11 @@ impl HeadView {
 
     /// Checks the view: heads of one shape, one token per query and key, selections in range.
     pub(crate) fn check(&self) -> Result<(), PlotError> {
+        out_of_range(
+            "layer",
+            self.layer,
+            self.layers.as_ref().map_or(1, |a| a.dim().0),
+        )?;
         let first = self.weights.first().ok_or(PlotError::NoHeads)?;
         let (rows, cols) = first.dim();
         if rows == 0 || cols == 0 {
@@ -213,6 +351,9 @@ impl HeadView {
         }
         if let Some(i) = self.query {
             out_of_range("query token", i, rows)?;
+        }
+        if let Some(b) = self.sentence_b {
+            out_of_range("token", b, rows.min(cols))?;
         }
         if self.top_k == Some(0) {
             return Err(PlotError::ZeroTopK);
@@ -238,14 +379,35 @@ impl HeadView {
         self.shown.as_ref().is_none_or(|s| s.contains(&h))
     }
 
+    /// How many heads are shown at first.
+    fn shown_count(&self) -> usize {
+        (0..self.weights.len())
+            .filter(|&h| self.head_shown(h))
+            .count()
+    }
+
+    /// Whether the notebook's view carries every layer's weights for the script (a view of
+    /// several layers, small enough), which then draws the lines of the heads not shown.
+    fn carries_layers(&self, interactive: bool) -> bool {
+        interactive
+            && self
+                .layers
+                .as_ref()
+                .is_some_and(|a| a.len() * 3 <= MAX_DATA)
+    }
+
     /// The view's picture: with every line when `interactive` (those not selected hidden),
     /// else only the selected ones (what a file shows).
     pub(crate) fn scene(&self, interactive: bool) -> Result<Scene, PlotError> {
-        self.scene_from(interactive, MARGIN)
+        self.scene_at(interactive, (MARGIN, MARGIN))
     }
 
-    /// The picture drawn from `y0` pixels down: the model view puts it below its grid.
-    pub(crate) fn scene_from(&self, interactive: bool, y0: f64) -> Result<Scene, PlotError> {
+    /// The picture drawn from `(x0, y0)`: the model view puts it beside its grid.
+    pub(crate) fn scene_at(
+        &self,
+        interactive: bool,
+        (x0, y0): (f64, f64),
+    ) -> Result<Scene, PlotError> {
         register_font()?;
         self.check()?;
         let keys = self.keys.as_ref().unwrap_or(&self.queries);
@@ -255,24 +417,36 @@ impl HeadView {
                 |m, t| Ok(m.max(text_size(t, LABEL_SIZE)?.0 as f64)),
             )
         };
-        let left = MARGIN + widest(&self.queries)?;
+        let heads = self.weights.len();
+        let strip = heads as f64 * BOX + 4.0;
+        let strip_q = x0;
+        let left = x0 + strip + widest(&self.queries)?;
         let (x1, x2) = (left + PAD, left + PAD + SPAN);
-        let right = x2 + PAD + widest(keys)?;
+        let strip_k = x2 + PAD + widest(keys)? + 4.0;
+        let right = strip_k + strip;
         let mut items = Vec::new();
-        let (mut y, title_w) = title_item(&mut items, &self.title, y0)?;
-        let (legend, legend_w, legend_h) = self.legend(y, interactive)?;
+        let (mut y, title_w) = title_item(&mut items, &self.title, (x0, y0))?;
+        let (legend, legend_w, legend_h) = self.legend((x0, y), right - x0, interactive)?;
         items.extend(legend);
         y += legend_h;
         let (k, thinned) = self.kept();
         if thinned {
             let note = format!("each query's {k} largest weights a head");
-            items.push(text((MARGIN, y + 8.0), &note, TICK_SIZE, Anchor::Start));
+            items.push(text((x0, y + 8.0), &note, TICK_SIZE, Anchor::Start));
             y += 22.0;
         }
         let top = y;
         let row_y = |i: usize| top + i as f64 * ROW + ROW / 2.0;
+        // Each head's lines of a pair `step` apart, centred on the tokens.
+        let step = STEP.min((ROW - 8.0) / heads as f64);
+        let dy = |h: usize| (h as f64 - (heads as f64 - 1.0) / 2.0) * step;
+        let carried = self.carries_layers(interactive);
+        let shown = self.shown_count();
         for (h, w) in self.weights.iter().enumerate() {
-            if !interactive && !self.head_shown(h) {
+            // A file draws the selected heads; the notebook every head, but a view of every
+            // layer leaves the others to the script (which draws them from the weights it
+            // carries, when they are small enough to carry).
+            if !self.head_shown(h) && (!interactive || self.layers.is_some()) {
                 continue;
             }
             for (i, row) in w.outer_iter().enumerate() {
@@ -282,12 +456,16 @@ impl HeadView {
                 }
                 for j in largest(&row.to_vec(), k) {
                     items.push(Item::Line {
-                        from: (x1, row_y(i)),
-                        to: (x2, row_y(j)),
-                        colour: head_colour(h),
-                        opacity: row[j].min(1.0),
-                        width: 2.0,
+                        from: (x1, row_y(i) + dy(h)),
+                        to: (x2, row_y(j) + dy(h)),
+                        colour: head_rgb(h),
+                        opacity: line_opacity(row[j], shown),
+                        width: step.clamp(1.0, 2.0),
                         data: vec![("h", h), ("q", i), ("k", j)],
+                        values: vec![
+                            ("w", weight_text(row[j])),
+                            ("s", format!("{:.3}", strength(row[j]))),
+                        ],
                         hidden: !selected,
                     });
                 }
@@ -313,6 +491,7 @@ impl HeadView {
                     opacity: 1.0,
                     width: 1.0,
                     data: vec![],
+                    values: vec![],
                     hidden: false,
                 });
             }
@@ -324,34 +503,63 @@ impl HeadView {
             );
         }
         let rows = self.queries.len().max(keys.len());
+        let list = |v: Vec<f64>| {
+            v.into_iter()
+                .map(|x| format!("{x:.3}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let mut data = vec![
+            ("x1", num(x1)),
+            ("x2", num(x2)),
+            ("top", num(top)),
+            ("row", num(ROW)),
+            ("query", self.query.map_or(String::new(), |q| q.to_string())),
+            ("dy", list((0..heads).map(dy).collect())),
+            ("lw", num(step.clamp(1.0, 2.0))),
+            ("floor", format!("{FLOOR:.3}")),
+            ("fade", list((1..=heads).map(fade).collect())),
+            ("strip-q", num(strip_q)),
+            ("strip-k", num(strip_k)),
+            ("box", num(BOX)),
+        ];
+        if let Some(b) = self.sentence_b {
+            data.push(("b", b.to_string()));
+        }
+        if carried {
+            data.push(("weights", self.carried(k)));
+            data.push(("layer", self.layer.to_string()));
+        }
         Ok(Scene {
-            width: (right + MARGIN).max(MARGIN + legend_w).max(title_w).ceil(),
+            width: (right + MARGIN).max(x0 + legend_w).max(title_w).ceil(),
             height: (top + rows as f64 * ROW + MARGIN).ceil(),
-            data: vec![
-                ("x1", num(x1)),
-                ("x2", num(x2)),
-                ("top", num(top)),
-                ("row", num(ROW)),
-                ("query", self.query.map_or(String::new(), |q| q.to_string())),
-            ],
+            scale: self.scale,
+            data,
             items,
         })
     }
 
-    /// The legend: a swatch and a name a head, wrapped to rows of at most 8; its items, width
-    /// and height. In a file, only the heads drawn.
-    fn legend(&self, y: f64, interactive: bool) -> Result<(Vec<Item>, f64, f64), PlotError> {
+    /// The legend: a swatch and a name a head, wrapped to `width`; its items, width and
+    /// height. In a file, only the heads drawn.
+    fn legend(
+        &self,
+        (x0, y): (f64, f64),
+        width: f64,
+        interactive: bool,
+    ) -> Result<(Vec<Item>, f64, f64), PlotError> {
         let mut items = Vec::new();
-        let (mut x, mut row, mut width) = (MARGIN, 0, 0.0_f64);
+        let (mut x, mut row, mut widest) = (x0, 0, 0.0_f64);
         let heads: Vec<usize> = (0..self.weights.len())
             .filter(|&h| interactive || self.head_shown(h))
             .collect();
-        for (n, &h) in heads.iter().enumerate() {
-            if n > 0 && n % 8 == 0 {
-                (x, row) = (MARGIN, row + 1);
+        for &h in &heads {
+            let name = format!("head {}", h + 1);
+            let w = SWATCH + 4.0 + text_size(&name, TICK_SIZE)?.0 as f64 + 14.0;
+            if x > x0 && x + w - 14.0 > x0 + width {
+                (x, row) = (x0, row + 1);
             }
             let cy = y + row as f64 * ROW + ROW / 2.0;
-            let colour = head_colour(h);
+            let colour = head_rgb(h);
             items.push(Item::Rect {
                 at: (x, cy - SWATCH / 2.0),
                 size: (SWATCH, SWATCH),
@@ -359,18 +567,64 @@ impl HeadView {
                 stroke: Some(colour),
                 data: vec![("h", h)],
                 tip: Some(format!(
-                    "head {} (heads[{h}]): click to hide or show",
+                    "head {} (heads[{h}]): click to hide or show, double-click to show it alone",
                     h + 1
                 )),
             });
-            let name = format!("head {}", h + 1);
             let label = text((x + SWATCH + 4.0, cy), &name, TICK_SIZE, Anchor::Start);
             items.push(label.tagged("alab-head", vec![("h", h)]));
-            x += SWATCH + 4.0 + text_size(&name, TICK_SIZE)?.0 as f64 + 14.0;
-            width = width.max(x);
+            x += w;
+            widest = widest.max(x - x0);
         }
         let rows = if heads.is_empty() { 0 } else { row + 1 };
-        Ok((items, width, rows as f64 * ROW + 6.0))
+        Ok((items, widest, rows as f64 * ROW + 6.0))
+    }
+
+    /// Every layer's weights for the script, in base64, one layer after another separated by
+    /// commas: 3 bytes a weight, heads x queries x keys. The first byte is the weight's
+    /// [`strength`] (x 255, at least 1 for any weight drawn; 0 draws no line), the next two
+    /// the weight itself, 65535 + 256 log2(w) rounded (w = 2^((b - 65535) / 256), 0.3% off at
+    /// most, down to 1e-77), for the tooltips. Long inputs keep each query's `k` largest
+    /// weights, as the lines do.
+    fn carried(&self, k: usize) -> String {
+        let Some(layers) = &self.layers else {
+            return String::new();
+        };
+        layers
+            .outer_iter()
+            .map(|layer| {
+                let mut bytes = Vec::with_capacity(layer.len() * 3);
+                for w in layer.outer_iter() {
+                    for row in w.outer_iter() {
+                        let row = row.to_vec();
+                        let keep = largest(&row, k);
+                        for (j, &v) in row.iter().enumerate() {
+                            let kept = drawn(v) && keep.binary_search(&j).is_ok();
+                            let (s, code) = if kept {
+                                let s = (strength(v) * 255.0).round().max(1.0) as u8;
+                                let code = (65535.0 + 256.0 * v.min(1.0).log2()).round();
+                                (s, code.clamp(1.0, 65535.0) as u16)
+                            } else {
+                                (0, 0)
+                            };
+                            bytes.push(s);
+                            bytes.extend(code.to_be_bytes());
+                        }
+                    }
+                }
+                base64(&bytes)
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// A weight as its tooltip writes it: four decimals, or three significant digits below 0.001.
+pub(crate) fn weight_text(w: f64) -> String {
+    if w == 0.0 || w.abs() >= 1e-3 || !w.is_finite() {
+        format!("{w:.4}")
+    } else {
+        format!("{w:.2e}")
     }
 }
 
@@ -392,11 +646,6 @@ pub(crate) fn check_tokens(
         }
     }
     Ok(())
-}
-
-/// Whether a weight draws anything: above 0 (not masked) and finite.
-pub(crate) fn drawn(w: f64) -> bool {
-    w > 0.0 && w.is_finite()
 }
 
 /// Whether a row of weights draws nothing (every key masked, or NaN).

@@ -14,16 +14,27 @@ use crate::scene::{svg_img, Scene};
 const STYLE: &str = include_str!("../assets/view.css");
 const SCRIPT: &str = include_str!("../assets/view.js");
 
+/// The script as the notebook gets it: without its comment lines and indentation.
+fn compact(script: &str) -> String {
+    script
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The view's HTML: the scene's SVG with the style and the script, or the error's message.
 fn html(kind: &str, scene: Result<Scene, PlotError>) -> String {
     match scene {
         Ok(scene) => format!(
-            "<div class=\"alab-view\" data-view=\"{kind}\">\n<style>{STYLE}</style>\n{}\n<script>{SCRIPT}</script>\n</div>\n",
+            "<div class=\"alab-view\" data-view=\"{kind}\">\n<style>{STYLE}</style>\n{}\n<script>{}</script>\n</div>\n",
             svg_img(
                 &scene.to_svg(Some(&format!("alab-{kind}"))),
                 "alab-picture",
                 &kind.replace('-', " ")
-            )
+            ),
+            compact(SCRIPT)
         ),
         Err(e) => svg_img(&error_svg(&e.to_string()), "alab-figure", "plot error"),
     }
@@ -98,6 +109,27 @@ macro_rules! interactive {
             /// ```
             pub fn title(mut self, title: &str) -> $view {
                 self.title = Some(title.to_string());
+                self
+            }
+
+            /// How large the view is shown in the notebook and in its SVG file, 1 the default;
+            /// 1.5 is a projector's size, where labels are 19 px tall and legends 18 px. Held to
+            /// 0.5 to 4 (1 when not a number); in the notebook the view's size menu changes it
+            /// again. PNG files keep [`png_scale`](Self::png_scale).
+            ///
+            /// ```
+            /// use attention_lab::prelude::*;
+            /// use attention_lab_plot::*;
+            ///
+            /// let weights = Array3::from_elem((1, 1, 1), 1.0);
+            /// let normal = head_view_weights(&weights, &["a"]).to_svg()?;
+            /// let large = head_view_weights(&weights, &["a"]).scale(1.5).to_svg()?;
+            /// let width = |svg: &str| svg.split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse::<f64>().unwrap();
+            /// assert_eq!(width(&large), 1.5 * width(&normal));
+            /// # Ok::<(), PlotError>(())
+            /// ```
+            pub fn scale(mut self, scale: f64) -> $view {
+                self.scale = if scale.is_nan() { 1.0 } else { scale.clamp(0.5, 4.0) };
                 self
             }
 

@@ -13,10 +13,14 @@
 //! Three interactive views show where heads look, each as one self-contained HTML output (an
 //! SVG drawn in Rust, so it shows without scripts, and a few KB of inline script that add the
 //! interaction; no network): [`head_view`] (lines from query to key tokens, one colour a
-//! head; hover a token, toggle heads), [`model_view`] (a small heatmap for every layer and
-//! head; click one to open it in the head view) and [`neuron_view`] (one head's q, k, q·k,
-//! scaling, mask, softmax and weighted values for one query). Their `save_svg` and
-//! `save_png` write the static picture of the current selection.
+//! head of twelve told apart with colour blindness too ([`head_colour`]), each head's lines
+//! apart, their opacity [`line_opacity`]; hover a token, toggle heads, pick a layer of
+//! [`head_view_layers`]), [`model_view`] (a small heatmap for every layer and head; click one
+//! to open it in the head view beside the grid) and [`neuron_view`] (one head's q, k, q·k,
+//! scaling, mask, softmax and weighted values for one query; [`neuron_view_layers`] for
+//! every layer). Their `save_svg` and `save_png` write the static picture of the current
+//! selection, `scale` sizes them (1.5 for a projector), and tokens show as [`pretty_token`]
+//! writes them.
 //!
 //! A figure that cannot be drawn (an empty matrix, label counts that are not the matrix's, a
 //! bad colour range) is an error of the methods that return `Result` ([`PlotError`]), and
@@ -59,10 +63,10 @@ mod paint;
 mod scene;
 mod values;
 
-pub use colormap::viridis;
+pub use colormap::{head_colour, line_opacity, viridis};
 pub use error::PlotError;
 pub use figure::{heads_grid, heatmap, Figure};
-pub use head_view::{head_view, head_view_weights, HeadView};
+pub use head_view::{head_view, head_view_layers, head_view_weights, pretty_token, HeadView};
 pub use lines::{line_plot, LinePlot};
 pub use model_view::{model_view, ModelView};
-pub use neuron_view::{neuron_view, NeuronView};
+pub use neuron_view::{neuron_view, neuron_view_layers, NeuronView};

@@ -1,4 +1,4 @@
-//! The model view: a small heatmap for every layer and head of an encoder, and below it the
+//! The model view: a small heatmap for every layer and head of an encoder, and beside it the
 //! head view of the one picked (click another panel in the notebook to open it).
 
 use ndarray::{s, Array2, Array4, ArrayView4};
@@ -6,27 +6,29 @@ use ndarray::{s, Array2, Array4, ArrayView4};
 use crate::colormap::{cell_colour, INK};
 use crate::error::PlotError;
 use crate::font::{register_font, text_size, TICK_SIZE};
-use crate::head_view::{largest, out_of_range, strings, HeadView};
-use crate::scene::{base64, text, title_item, Anchor, Item, Scene, MARGIN};
+use crate::head_view::{new_view, out_of_range, strings, HeadView};
+use crate::scene::{text, title_item, Anchor, Item, Scene, MARGIN};
 
-/// A panel's side in pixels.
-const PANEL: f64 = 56.0;
-const GAP: f64 = 6.0;
-/// The most weights the notebook's model view carries to open panels (1 MiB as bytes).
-const MAX_DATA: usize = 1 << 20;
+/// A panel's side in pixels: twelve heads and the head view beside them fit a 1366 x 768
+/// screen in JupyterLab.
+const PANEL: f64 = 26.0;
+const GAP: f64 = 3.0;
+/// Between the grid and the head view.
+const APART: f64 = 12.0;
 /// Panels of longer inputs show the largest weight of each block of cells.
 const MAX_CELLS: usize = 56;
 
 /// Every layer's and head's attention weights as a grid of small heatmaps (layers down, heads
-/// across), with the head view of one of them below: made by [`model_view`], shown inline by
-/// evcxr as HTML, written by [`ModelView::save_svg`] and [`ModelView::save_png`].
+/// across), with the head view of one of them beside it: made by [`model_view`], shown inline
+/// by evcxr as HTML, written by [`ModelView::save_svg`] and [`ModelView::save_png`].
 ///
 /// In the notebook a click on a panel opens that layer in the head view with that head shown
-/// (the others a click on their colour away). The grid is drawn without scripts; opening
-/// another panel needs them (a trusted notebook), and the weights as bytes, which the view
-/// carries up to 1 MiB of them (layers x heads x tokens², about 40 layers and heads of 128
-/// tokens); beyond that, `select` picks the panel shown. Self-attention only: the model view of
-/// cross-attention is an error (use [`head_view`](crate::head_view) with `keys`).
+/// (the others a click on their colour away); the title and the frame follow the heads shown.
+/// The grid is drawn without scripts; opening another panel needs them (a trusted notebook),
+/// and the weights as bytes, which the view carries up to 1 MiB of them (3 bytes a weight:
+/// layers x heads x tokens², about 40 layers and heads of 90 tokens); beyond that, `select`
+/// picks the panel shown. Self-attention only: the model view of cross-attention is an error
+/// (use [`head_view`](crate::head_view) with `keys`).
 ///
 /// ```
 /// use attention_lab::prelude::*;
@@ -43,8 +45,10 @@ pub struct ModelView {
     pub(crate) tokens: Vec<String>,
     pub(crate) layer: usize,
     pub(crate) head: usize,
+    pub(crate) sentence_b: Option<usize>,
     pub(crate) title: Option<String>,
     pub(crate) png_scale: u32,
+    pub(crate) scale: f64,
 }
 
 /// The model view of attention weights given as layers x heads x queries x keys (an
@@ -56,7 +60,7 @@ pub struct ModelView {
 ///
 /// let attentions = Array4::from_elem((1, 2, 2, 2), 0.5);
 /// let svg = model_view(&attentions, &["Thinking", "Machines"]).to_svg()?;
-/// assert!(svg.contains(">layer 0<") && svg.contains(">head 2<"));
+/// assert!(svg.contains(">layer 0<") && svg.contains(">head 1<"));
 /// # Ok::<(), PlotError>(())
 /// ```
 pub fn model_view<'a, S: AsRef<str>>(
@@ -68,13 +72,15 @@ pub fn model_view<'a, S: AsRef<str>>(
         tokens: strings(tokens),
         layer: 0,
         head: 0,
+        sentence_b: None,
         title: None,
         png_scale: 2,
+        scale: 1.0,
     }
 }
 
 impl ModelView {
-    /// Opens layer `layer`, head `head` (both from 0) in the head view below the grid.
+    /// Opens layer `layer`, head `head` (both from 0) in the head view beside the grid.
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -92,34 +98,36 @@ impl ModelView {
         self
     }
 
-    /// The head view below the grid: the picked layer, only the picked head's lines drawn
-    /// (the notebook's script draws the others from the grid's data when asked).
-    fn detail(&self) -> HeadView {
-        let layer = self.attentions.slice(s![self.layer, .., .., ..]);
-        let weights = layer
-            .outer_iter()
-            .enumerate()
-            .map(|(h, w)| {
-                if h == self.head {
-                    w.to_owned()
-                } else {
-                    Array2::zeros(w.dim())
-                }
-            })
-            .collect();
-        HeadView {
-            weights,
-            queries: self.tokens.clone(),
-            keys: None,
-            shown: Some(vec![self.head]),
-            query: None,
-            top_k: None,
-            title: Some(format!("layer {}, head {}", self.layer, self.head + 1)),
-            png_scale: self.png_scale,
-        }
+    /// The tokens from `first` on are a second sentence, B: the head view beside the grid
+    /// then has a menu keeping the lines from A to A, A to B, B to A or B to B (as
+    /// [`HeadView::sentence_b`]).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let attentions = Array4::from_elem((1, 1, 3, 3), 1.0 / 3.0);
+    /// let svg = model_view(&attentions, &["a", "b", "c"]).sentence_b(1).to_svg()?;
+    /// assert!(svg.contains("data-b=\"1\""));
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn sentence_b(mut self, first: usize) -> ModelView {
+        self.sentence_b = Some(first);
+        self
     }
 
-    /// The grid and the head view below it, one scene.
+    /// The head view beside the grid: every layer, the picked one shown with the picked head.
+    fn detail(&self) -> HeadView {
+        let mut view =
+            new_view(vec![], Some(self.attentions.clone()), self.tokens.clone()).layer(self.layer);
+        view.shown = Some(vec![self.head]);
+        view.sentence_b = self.sentence_b;
+        view.title = Some(format!("layer {}, head {}", self.layer, self.head + 1));
+        view.png_scale = self.png_scale;
+        view
+    }
+
+    /// The grid and the head view beside it, one scene.
     pub(crate) fn scene(&self, interactive: bool) -> Result<Scene, PlotError> {
         register_font()?;
         let (layers, heads, rows, cols) = self.attentions.dim();
@@ -136,15 +144,18 @@ impl ModelView {
         let label_w = text_size(&format!("layer {}", layers - 1), TICK_SIZE)?.0 as f64;
         let left = MARGIN + label_w + 8.0;
         let mut items = Vec::new();
-        let (mut y, title_w) = title_item(&mut items, &self.title, MARGIN)?;
+        let (top, title_w) = title_item(&mut items, &self.title, (MARGIN, MARGIN))?;
+        let mut y = top;
+        items.push(text((MARGIN, y + 8.0), "head", TICK_SIZE, Anchor::Start));
         for h in 0..heads {
             let x = left + h as f64 * (PANEL + GAP) + PANEL / 2.0;
-            items.push(text(
+            let number = text(
                 (x, y + 8.0),
-                &format!("head {}", h + 1),
+                &(h + 1).to_string(),
                 TICK_SIZE,
                 Anchor::Middle,
-            ));
+            );
+            items.push(number.tagged("alab-panel-head", vec![("h", h)]));
         }
         y += 22.0;
         for l in 0..layers {
@@ -180,62 +191,31 @@ impl ModelView {
             data: vec![("pick", 1)],
             tip: None,
         });
-        let grid_w = left + heads as f64 * (PANEL + GAP) + MARGIN;
-        let top = y + layers as f64 * (PANEL + GAP) + 8.0;
-        let below = detail.scene_from(interactive, top + MARGIN)?;
+        let grid_w = left + heads as f64 * (PANEL + GAP);
+        let grid_h = y + layers as f64 * (PANEL + GAP) + MARGIN;
+        let beside = detail.scene_at(interactive, (grid_w + APART, top))?;
         let mut data = vec![
             ("layers", layers.to_string()),
             ("heads", heads.to_string()),
             ("tokens", rows.to_string()),
+            ("grid-top", crate::scene::num(y)),
+            ("grid-left", crate::scene::num(left)),
+            ("panel", crate::scene::num(PANEL + GAP)),
         ];
-        // Opening panels needs every weight as a byte; past MAX_DATA bytes the grid and the
-        // picked panel are shown, and the others are opened with `select`.
-        if interactive && layers * heads * rows * cols <= MAX_DATA {
-            data.push(("weights", self.quantised(detail.kept().0)));
-            data.push(("layer", self.layer.to_string()));
-            data.push(("head", self.head.to_string()));
-        }
-        data.extend(below.data);
+        data.extend(beside.data);
         items.push(Item::Group {
             class: "alab-detail",
             data: vec![],
             hidden: false,
-            items: below.items,
+            items: beside.items,
         });
         Ok(Scene {
-            width: grid_w.max(below.width).max(title_w).ceil(),
-            height: below.height.ceil(),
+            width: (grid_w + MARGIN).max(beside.width).max(title_w).ceil(),
+            height: grid_h.max(beside.height).ceil(),
+            scale: self.scale,
             data,
             items,
         })
-    }
-
-    /// Each layer's weights as bytes (weight x 255, rounded), heads x queries x keys, in
-    /// base64, comma separated: what the script draws a panel's lines from. Long inputs keep
-    /// each query's `k` largest weights, as the head view does.
-    fn quantised(&self, k: usize) -> String {
-        self.attentions
-            .outer_iter()
-            .map(|layer| {
-                let mut bytes = Vec::with_capacity(layer.len());
-                for w in layer.outer_iter() {
-                    for row in w.outer_iter() {
-                        let row = row.to_vec();
-                        let keep = largest(&row, k);
-                        for (j, &v) in row.iter().enumerate() {
-                            let b = if keep.binary_search(&j).is_ok() {
-                                (v.clamp(0.0, 1.0) * 255.0).round() as u8
-                            } else {
-                                0
-                            };
-                            bytes.push(b);
-                        }
-                    }
-                }
-                base64(&bytes)
-            })
-            .collect::<Vec<_>>()
-            .join(",")
     }
 }
 

@@ -30,7 +30,8 @@ pub(crate) type Data = Vec<(&'static str, usize)>;
 /// One thing drawn.
 #[derive(Debug, Clone)]
 pub(crate) enum Item {
-    /// A straight line, `opacity` in [0, 1].
+    /// A straight line, `opacity` in [0, 1]; `values` are `data-` attributes of numbers the
+    /// Rust side wrote (a weight, a strength), never user text.
     Line {
         from: (f64, f64),
         to: (f64, f64),
@@ -38,6 +39,7 @@ pub(crate) enum Item {
         opacity: f64,
         width: f64,
         data: Data,
+        values: Vec<(&'static str, String)>,
         hidden: bool,
     },
     /// A rectangle, filled and/or outlined; `tip` is shown on hover (SVG `<title>`).
@@ -91,18 +93,18 @@ pub(crate) fn text(at: (f64, f64), t: &str, size: f64, anchor: Anchor) -> Item {
     }
 }
 
-/// Adds the title, if any, at `y` from the top; returns where what follows starts and the
-/// width the title needs.
+/// Adds the title, if any, at `(x, y)` (its top left); returns where what follows starts and
+/// the width the picture needs for it (from 0, a margin after it).
 pub(crate) fn title_item(
     items: &mut Vec<Item>,
     title: &Option<String>,
-    y: f64,
+    (x, y): (f64, f64),
 ) -> Result<(f64, f64), PlotError> {
     match title {
         Some(t) => {
-            let at = (MARGIN, y + 12.0);
+            let at = (x, y + 12.0);
             items.push(text(at, t, TITLE_SIZE, Anchor::Start).tagged("alab-title", vec![]));
-            Ok((y + 30.0, 2.0 * MARGIN + text_size(t, TITLE_SIZE)?.0 as f64))
+            Ok((y + 30.0, x + MARGIN + text_size(t, TITLE_SIZE)?.0 as f64))
         }
         None => Ok((y, 0.0)),
     }
@@ -119,11 +121,14 @@ impl Item {
     }
 }
 
-/// A picture as items on a `width` x `height` canvas, with `data-` attributes for its root.
+/// A picture as items on a `width` x `height` canvas, with `data-` attributes for its root,
+/// shown `scale` times as large in a notebook and an SVG file (the `viewBox` stays the
+/// canvas).
 #[derive(Debug, Clone)]
 pub(crate) struct Scene {
     pub(crate) width: f64,
     pub(crate) height: f64,
+    pub(crate) scale: f64,
     pub(crate) data: Vec<(&'static str, String)>,
     pub(crate) items: Vec<Item>,
 }
@@ -177,8 +182,9 @@ impl Scene {
     /// The scene as an SVG element, `class` on the root (`None` for a file of its own).
     pub(crate) fn to_svg(&self, class: Option<&str>) -> String {
         let (w, h) = (num(self.width), num(self.height));
+        let (sw, sh) = (num(self.width * self.scale), num(self.height * self.scale));
         let mut out = format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" \
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{sw}\" height=\"{sh}\" \
              viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\""
         );
         if let Some(c) = class {
@@ -205,6 +211,7 @@ fn write_item(out: &mut String, item: &Item) {
             opacity,
             width,
             data,
+            values,
             hidden,
         } => {
             let _ = write!(
@@ -220,6 +227,9 @@ fn write_item(out: &mut String, item: &Item) {
                 opacity
             );
             write_data(out, data);
+            for (name, value) in values {
+                let _ = write!(out, " data-{name}=\"{}\"", html::escape(value));
+            }
             if *hidden {
                 out.push_str(" display=\"none\"");
             }
@@ -384,6 +394,7 @@ mod tests {
         let scene = Scene {
             width: 10.0,
             height: 10.0,
+            scale: 1.0,
             data: vec![],
             items: vec![Item::Text {
                 at: (1.0, 2.0),

@@ -5,26 +5,34 @@
 use attention_lab::prelude::*;
 use attention_lab_plot::*;
 
-/// A line of a head view: head, query, key, opacity, hidden.
+/// A line of a head view: head, query, key, opacity, the weight it carries, where it starts
+/// and ends vertically, hidden.
 #[derive(Debug, Clone, PartialEq)]
 struct Line {
     h: usize,
     q: usize,
     k: usize,
     opacity: f64,
+    weight: f64,
+    ys: (f64, f64),
+    colour: String,
     hidden: bool,
 }
 
 fn lines(svg: &str) -> Vec<Line> {
     let doc = roxmltree::Document::parse(svg).expect("the SVG is well-formed XML");
     let data = |n: &roxmltree::Node, a: &str| -> usize { n.attribute(a).unwrap().parse().unwrap() };
+    let number = |n: &roxmltree::Node, a: &str| -> f64 { n.attribute(a).unwrap().parse().unwrap() };
     doc.descendants()
         .filter(|n| n.has_tag_name("line") && n.attribute("data-h").is_some())
         .map(|n| Line {
             h: data(&n, "data-h"),
             q: data(&n, "data-q"),
             k: data(&n, "data-k"),
-            opacity: n.attribute("stroke-opacity").unwrap().parse().unwrap(),
+            opacity: number(&n, "stroke-opacity"),
+            weight: number(&n, "data-w"),
+            ys: (number(&n, "y1"), number(&n, "y2")),
+            colour: n.attribute("stroke").unwrap().to_string(),
             hidden: n.attribute("display") == Some("none"),
         })
         .collect()
@@ -85,7 +93,7 @@ fn layer_random(n: usize, heads: usize) -> MultiHeadOutput {
 }
 
 #[test]
-fn one_line_a_pair_and_head_with_the_weight_as_opacity() {
+fn one_line_a_pair_and_head_carrying_its_weight_its_opacity_from_a_floor() {
     let out = layer_random(5, 3);
     let tokens = ["x1", "x2", "x3", "x4", "x5"];
     let html = head_view(&out, &tokens).to_html();
@@ -93,7 +101,16 @@ fn one_line_a_pair_and_head_with_the_weight_as_opacity() {
     assert_eq!(got.len(), 3 * 5 * 5);
     for l in &got {
         let w = out.heads[l.h].weights[[l.q, l.k]];
-        assert!((l.opacity - w).abs() <= 5e-4, "{l:?} against {w}");
+        assert!(
+            (l.weight - w).abs() <= 5e-5 || (l.weight / w - 1.0).abs() < 5e-3,
+            "{l:?} against {w}"
+        );
+        // Three heads shown: each fainter than alone, never under the floor.
+        assert!(
+            (l.opacity - line_opacity(w, 3)).abs() <= 5e-4,
+            "{l:?} against {w}"
+        );
+        assert!(l.opacity >= 0.08 / 3f64.sqrt() - 5e-4 && l.opacity < line_opacity(w, 1));
         assert!(!l.hidden);
     }
     // Every (head, query, key) once.
@@ -108,6 +125,192 @@ fn one_line_a_pair_and_head_with_the_weight_as_opacity() {
     );
 }
 
+/// An encoder layer's worth of heads: 12 heads over 13 tokens, head 3 diffuse (every weight
+/// 1/13) and head 4 nearly all on one key (the others 1e-62).
+fn twelve_heads(n: usize) -> Array3<f64> {
+    Array3::from_shape_fn((12, n, n), |(h, q, k)| match h {
+        3 => 1.0 / n as f64,
+        4 => {
+            if k == 0 {
+                1.0 - 1e-62 * (n - 1) as f64
+            } else {
+                1e-62
+            }
+        }
+        _ => {
+            let raw =
+                |k: usize| ((h + 1) as f64 * 0.7 * ((q as f64) - (k as f64)).abs().sqrt()).exp();
+            let sum: f64 = (0..n).map(|j| 1.0 / raw(j)).sum();
+            1.0 / raw(k) / sum
+        }
+    })
+}
+
+#[test]
+fn no_head_hides_another_and_no_two_share_a_colour() {
+    let n = 13;
+    let weights = twelve_heads(n);
+    let tokens: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
+    let got = lines(&head_view_weights(&weights, &tokens).to_svg().unwrap());
+    // Every pair of every head is drawn, the diffuse head's and the 1e-62 ones included.
+    assert_eq!(got.len(), 12 * n * n);
+    assert!(got.iter().all(|l| l.opacity >= 0.08 / 12f64.sqrt() - 5e-4));
+    // One colour a head, twelve colours.
+    let mut colours = std::collections::BTreeMap::new();
+    for l in &got {
+        assert_eq!(colours.entry(l.h).or_insert(l.colour.clone()), &l.colour);
+    }
+    let distinct: std::collections::BTreeSet<_> = colours.values().collect();
+    assert_eq!(distinct.len(), 12);
+    // Lines of one pair never lie on each other: each head's own ends.
+    let mut ends = std::collections::BTreeSet::new();
+    for l in &got {
+        let key = (l.q, l.k, (l.ys.0 * 100.0) as i64, (l.ys.1 * 100.0) as i64);
+        assert!(ends.insert(key), "{l:?} lies on another head's line");
+    }
+}
+
+#[test]
+fn diffuse_and_tiny_weights_keep_their_lines_in_every_layer_the_model_view_carries() {
+    let n = 13;
+    let weights = twelve_heads(n);
+    let attentions = Array4::from_shape_fn((2, 12, n, n), |(_, h, q, k)| weights[[h, q, k]]);
+    let tokens: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
+    let svg = svg_of(&model_view(&attentions, &tokens).to_html());
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let carried = doc.root_element().attribute("data-weights").unwrap();
+    use base64::Engine as _;
+    for layer in carried.split(',') {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(layer)
+            .unwrap();
+        assert_eq!(bytes.len(), 12 * n * n * 3);
+        // No weight above 0 rounds to no line: every strength byte is at least 1.
+        assert!(bytes.chunks(3).all(|c| c[0] >= 1), "a line was erased");
+        // The weight itself, to 0.3%, 1e-62 included.
+        let w = |h: usize, q: usize, k: usize| {
+            let c = &bytes[3 * ((h * n + q) * n + k)..];
+            2f64.powf((u16::from_be_bytes([c[1], c[2]]) as f64 - 65535.0) / 256.0)
+        };
+        assert!((w(4, 2, 5) / 1e-62 - 1.0).abs() < 3e-3, "{}", w(4, 2, 5));
+        assert!((w(3, 0, 0) * n as f64 - 1.0).abs() < 3e-3);
+    }
+}
+
+#[test]
+fn at_the_projector_size_labels_are_at_least_16_pixels() {
+    let weights = twelve_heads(5);
+    let tokens = ["a", "b", "c", "d", "e"];
+    let svg = head_view_weights(&weights, &tokens)
+        .scale(1.5)
+        .to_svg()
+        .unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let root = doc.root_element();
+    let number = |n: &roxmltree::Node, a: &str| -> f64 { n.attribute(a).unwrap().parse().unwrap() };
+    let view_w: f64 = root
+        .attribute("viewBox")
+        .unwrap()
+        .split(' ')
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let zoom = number(&root, "width") / view_w;
+    assert!((zoom - 1.5).abs() < 1e-2);
+    for t in doc.descendants().filter(|n| n.has_tag_name("text")) {
+        let px = number(&t, "font-size") * zoom;
+        assert!(px >= 16.0, "{:?} is {px} px", t.text());
+    }
+}
+
+#[test]
+fn twelve_heads_and_the_open_layer_fit_a_1366_by_768_screen() {
+    // JupyterLab at 1366 x 768 with its file browser open leaves 914 x 647 pixels to a cell's
+    // output (measured by e2e/lab.test.mjs).
+    for n in [13, 20] {
+        let weights = twelve_heads(n);
+        let attentions = Array4::from_shape_fn((6, 12, n, n), |(_, h, q, k)| weights[[h, q, k]]);
+        let tokens: Vec<String> = (0..n).map(|i| format!("token{i}")).collect();
+        let svg = svg_of(&model_view(&attentions, &tokens).to_html());
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let size = |a: &str| -> f64 { doc.root_element().attribute(a).unwrap().parse().unwrap() };
+        assert!(
+            size("width") <= 940.0 && size("height") <= 600.0,
+            "{n} tokens: {} x {}",
+            size("width"),
+            size("height")
+        );
+    }
+}
+
+#[test]
+fn tokens_are_shown_without_their_tokenizers_marks() {
+    let weights = Array3::from_elem((1, 4, 4), 0.25);
+    let svg = head_view_weights(&weights, &["[CLS]", "Ġthe", "▁cat", "##s"])
+        .to_svg()
+        .unwrap();
+    assert_eq!(texts(&svg, "alab-q"), ["[CLS]", "the", "cat", "·s"]);
+    for (raw, shown) in [
+        ("Ġ", "Ġ"),
+        ("##", "##"),
+        ("hello</w>", "hello"),
+        ("ĠĊ", "↵"),
+        ("naïve", "naïve"),
+    ] {
+        assert_eq!(pretty_token(raw), shown);
+    }
+}
+
+#[test]
+fn every_layer_sentence_pairs_and_the_tiny_weights_neuron_bar() {
+    let attentions =
+        Array4::from_shape_fn(
+            (3, 2, 4, 4),
+            |(l, h, q, k)| if (l + h + q) % 4 == k { 1.0 } else { 0.0 },
+        );
+    let tokens = ["a1", "a2", "b1", "b2"];
+    let svg = svg_of(
+        &head_view_layers(&attentions, &tokens)
+            .layer(2)
+            .sentence_b(2)
+            .to_html(),
+    );
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let root = doc.root_element();
+    assert_eq!(
+        root.attribute("data-weights").unwrap().split(',').count(),
+        3
+    );
+    assert_eq!(root.attribute("data-layer"), Some("2"));
+    assert_eq!(root.attribute("data-b"), Some("2"));
+    // The file draws layer 2.
+    let file = lines(
+        &head_view_layers(&attentions, &tokens)
+            .layer(2)
+            .to_svg()
+            .unwrap(),
+    );
+    assert!(file.iter().all(|l| (2 + l.h + l.q) % 4 == l.k));
+    // A weight of 1e-62 is written as such, and gets no bar.
+    let x = array![[1.0, 0.0], [0.0, 1.0]];
+    let wq = array![[14.0, 0.0], [0.0, 14.0]];
+    let out = MultiHead::split(&wq, &wq, &Array2::eye(2), 1, None)
+        .unwrap()
+        .forward(&x, &Attend::new())
+        .unwrap();
+    let tiny = out.heads[0].weights[[0, 1]];
+    assert!(tiny > 0.0 && tiny < 1e-30, "{tiny}");
+    let svg = neuron_view(&out, 0, &["a", "b"]).to_svg().unwrap();
+    assert!(svg.contains(&format!(">{tiny:.2e}<")), "{svg}");
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let bars = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some("#0072b2"))
+        .count();
+    assert_eq!(bars, 1, "only the weight near 1 has a bar");
+}
+
 #[test]
 fn the_same_input_gives_the_same_bytes_and_views_have_no_ids() {
     let out = layer_000();
@@ -115,7 +318,7 @@ fn the_same_input_gives_the_same_bytes_and_views_have_no_ids() {
     let b = head_view(&out, &["Thinking", "Machines"]).to_html();
     assert_eq!(a, b);
     assert!(!a.contains(" id="), "views find themselves without ids");
-    assert!(a.len() < 16_000, "a few KB: {}", a.len());
+    assert!(a.len() < 20_000, "a few KB: {}", a.len());
     assert!(
         !a.contains("http") || !a.contains("src=\"http"),
         "nothing from the network"
@@ -375,16 +578,31 @@ fn the_neuron_view_writes_the_lessons_steps() {
             "z[{d}]"
         );
     }
-    // The notebook holds every query, the others hidden.
+    // The notebook holds every query of every head, the others hidden.
     let html = neuron_view(&out, 1, &["a", "b", "c"]).query(2).to_html();
     let svg = svg_of(&html);
     let doc = roxmltree::Document::parse(&svg).unwrap();
-    let groups: Vec<bool> = doc
+    let groups: Vec<(&str, bool)> = doc
         .descendants()
         .filter(|n| n.attribute("class") == Some("alab-neuron-q"))
-        .map(|n| n.attribute("display") == Some("none"))
+        .map(|n| {
+            (
+                n.attribute("data-h").unwrap(),
+                n.attribute("display") == Some("none"),
+            )
+        })
         .collect();
-    assert_eq!(groups, [true, true, false]);
+    assert_eq!(
+        groups,
+        [
+            ("0", true),
+            ("0", true),
+            ("0", true),
+            ("1", true),
+            ("1", true),
+            ("1", false)
+        ]
+    );
 }
 
 #[test]
@@ -448,8 +666,8 @@ fn the_model_view_is_for_self_attention_and_carries_weights_only_when_small() {
             .attribute("data-weights")
             .map(|w| w.len())
     };
-    // 2 layers x 2 heads x 4 x 4 bytes, in base64.
-    assert_eq!(carried(4), Some(2 * 4 * 4 * 2 * 4 / 3 + 4));
+    // 2 layers of 2 heads x 4 x 4 weights, 3 bytes each, in base64, a comma between.
+    assert_eq!(carried(4), Some(2 * (2 * 4 * 4 * 3 * 4 / 3) + 1));
     // 2 x 2 x 600 x 600 bytes is past 1 MiB: the grid and the picked panel only.
     assert_eq!(carried(600), None);
 }
@@ -461,4 +679,50 @@ fn tokens_with_characters_xml_forbids_keep_the_svg_valid() {
         .to_svg()
         .unwrap();
     assert_eq!(texts(&svg, "alab-q"), ["a\u{fffd}b", "\u{fffd}[31m"]);
+}
+
+#[test]
+fn the_neuron_view_carries_every_layer_and_head_for_its_menus_when_small() {
+    let first = layer_random(3, 2);
+    let second = layer_random(3, 2);
+    let tokens = ["a", "b", "c"];
+    let html = neuron_view_layers([&first, &second], &tokens)
+        .select(1, 0)
+        .query(2)
+        .to_html();
+    let svg = svg_of(&html);
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let groups: Vec<(String, bool)> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("alab-neuron-q"))
+        .map(|n| {
+            let d = |a: &str| n.attribute(a).unwrap().to_string();
+            (
+                format!("{} {} {}", d("data-l"), d("data-h"), d("data-q")),
+                n.attribute("display") == Some("none"),
+            )
+        })
+        .collect();
+    assert_eq!(groups.len(), 2 * 2 * 3);
+    let shown: Vec<&str> = groups
+        .iter()
+        .filter(|g| !g.1)
+        .map(|g| g.0.as_str())
+        .collect();
+    assert_eq!(shown, ["1 0 2"]);
+    // Each head's bars in its own colour: head 2 of layer 0 is orange.
+    let bar_fill = format!(
+        "#{:02x}{:02x}{:02x}",
+        head_colour(1).0,
+        head_colour(1).1,
+        head_colour(1).2
+    );
+    assert!(svg.contains(&bar_fill));
+    // The file holds the picked head's picked query only.
+    let file = neuron_view_layers([&first, &second], &tokens)
+        .select(1, 1)
+        .to_svg()
+        .unwrap();
+    assert_eq!(file.matches("class=\"alab-neuron-q\"").count(), 1);
+    assert!(file.contains("data-l=\"1\" data-h=\"1\" data-q=\"0\""));
 }
