@@ -217,7 +217,12 @@ fn changed_output_fails_with_diff_and_update_rewrites_it() {
             .collect()
     };
     assert_eq!(ids(&updated), ids(&pristine));
-    assert_eq!(updated["metadata"], pristine["metadata"]);
+    // Run in the project's kernel, the notebook names it as Jupyter does (the fixture names
+    // evcxr's "rust"), so that JupyterLab has nothing to change on opening it.
+    let mut metadata = pristine["metadata"].clone();
+    metadata["kernelspec"] = attention_lab_jupyter::kernel::notebook_kernelspec();
+    metadata["language_info"] = attention_lab_jupyter::kernel::language_info();
+    assert_eq!(updated["metadata"], metadata);
     assert_eq!(cell_by_id(&updated, "c06")["metadata"]["custom"], "kept");
     assert_eq!(
         cell_by_id(&updated, "c06")["metadata"]["tags"][0],

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 pub const KERNEL_NAME: &str = "attention-lab-rust";
 /// What Jupyter shows in its launcher.
 pub const DISPLAY_NAME: &str = "Rust (attention-lab)";
+/// The kernelspec's language, as the kernel's `language_info` names it.
+pub const LANGUAGE: &str = "Rust";
 /// Set by `kernel serve` for the process it becomes; only then does `--control_file` serve.
 const SERVE_MARKER: &str = "ATTENTION_LAB_KERNEL";
 /// Set (to anything) in a hub's kernelspec: each kernel takes the first free shared build
@@ -179,13 +181,46 @@ pub fn kernelspec(exe: &Path, env: serde_json::Value) -> String {
     let spec = serde_json::json!({
         "argv": [exe, "kernel", "serve", "--control-file", "{connection_file}"],
         "display_name": DISPLAY_NAME,
-        // As the notebooks' language_info names it: JupyterLab starts the one kernel whose
-        // language matches when the notebook's kernelspec ("rust") is not installed.
-        "language": "Rust",
+        // As the kernel's language_info names it: JupyterLab starts the one kernel whose
+        // language matches when a notebook's kernelspec (evcxr's "rust") is not installed.
+        "language": LANGUAGE,
         "interrupt_mode": "message",
         "env": env,
     });
     serde_json::to_string_pretty(&spec).expect("a JSON value serializes")
+}
+
+/// The `metadata.kernelspec` that Jupyter writes into a notebook run in this kernel (from the
+/// kernelspec: its folder name, display name and language). The notebooks store it, so that
+/// opening one in `lab` changes nothing; `replay --update` writes it.
+///
+/// ```
+/// let spec = attention_lab_jupyter::kernel::notebook_kernelspec();
+/// assert_eq!(spec["name"], "attention-lab-rust");
+/// ```
+pub fn notebook_kernelspec() -> serde_json::Value {
+    serde_json::json!({
+        "display_name": DISPLAY_NAME,
+        "language": LANGUAGE,
+        "name": KERNEL_NAME,
+    })
+}
+
+/// The `language_info` of the kernel's `kernel_info_reply`, which Jupyter copies into a
+/// notebook's metadata when the kernel starts.
+///
+/// ```
+/// assert_eq!(attention_lab_jupyter::kernel::language_info()["name"], "Rust");
+/// ```
+pub fn language_info() -> serde_json::Value {
+    serde_json::json!({
+        "codemirror_mode": "rust",
+        "file_extension": ".rs",
+        "mimetype": "text/rust",
+        "name": LANGUAGE,
+        "pygment_lexer": "rust",
+        "version": "",
+    })
 }
 
 /// Removes `<jupyter_path>/kernels/attention-lab-rust` if it is ours (its kernel.json names

@@ -311,14 +311,7 @@ fn kernel_info() -> Value {
         "protocol_version": attention_lab_wire::PROTOCOL_VERSION,
         "implementation": "attention-lab",
         "implementation_version": env!("CARGO_PKG_VERSION"),
-        "language_info": {
-            "name": "Rust",
-            "version": "",
-            "mimetype": "text/rust",
-            "file_extension": ".rs",
-            "pygment_lexer": "rust",
-            "codemirror_mode": "rust",
-        },
+        "language_info": super::language_info(),
         "banner": "attention-lab: Rust through evcxr",
         "help_links": [{"text": "Rust std docs", "url": "https://doc.rust-lang.org/stable/std/"}],
     })

@@ -570,10 +570,21 @@ fn judge(
     }
 }
 
-/// Puts the new outputs into the notebook and writes it, only when an output or a count
-/// changed (a rewrite reformats the JSON).
+/// Puts the new outputs into the notebook and writes it, only when an output, a count or the
+/// kernel's metadata changed (a rewrite reformats the JSON). A notebook whose cells ran gets
+/// the metadata Jupyter gives one run in the project's kernel (its kernelspec and
+/// language_info), so that opening it in `lab` changes nothing.
 fn write_back(input: &Input, notebook: &mut Notebook, new_outputs: Vec<NewOutputs>) -> Written {
     let mut changed = false;
+    if !new_outputs.is_empty() {
+        for (key, value) in [
+            ("kernelspec", crate::kernel::notebook_kernelspec()),
+            ("language_info", crate::kernel::language_info()),
+        ] {
+            changed |= notebook.metadata.get(key) != Some(&value);
+            notebook.metadata.insert(key.into(), value);
+        }
+    }
     for NewOutputs {
         position,
         outputs,

@@ -64,13 +64,35 @@ impl MultilineText {
     }
 }
 
-/// Splits text into lines that keep their "\n", as nbformat writes them.
+/// Splits text into lines that keep their ends, as nbformat writes them: Python's
+/// `str.splitlines(True)`, whose line ends are "\n", "\r\n", "\r", and "\x0b", "\x0c",
+/// "\x1c", "\x1d", "\x1e", "\u{85}", "\u{2028}", "\u{2029}".
+///
+/// ```
+/// use attention_lab_jupyter::replay::notebook::split_lines;
+/// assert_eq!(split_lines("a\r\nb\rc"), serde_json::json!(["a\r\n", "b\r", "c"]));
+/// ```
 pub fn split_lines(text: &str) -> Value {
-    Value::Array(
-        text.split_inclusive('\n')
-            .map(|line| Value::String(line.to_owned()))
-            .collect(),
-    )
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        let end = match c {
+            '\r' if chars.peek().is_some_and(|&(_, next)| next == '\n') => {
+                chars.next();
+                at + 2
+            }
+            '\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}'
+            | '\u{2029}' => at + c.len_utf8(),
+            _ => continue,
+        };
+        lines.push(Value::String(text[start..end].to_owned()));
+        start = end;
+    }
+    if start < text.len() {
+        lines.push(Value::String(text[start..].to_owned()));
+    }
+    Value::Array(lines)
 }
 
 /// Joins a stored multiline value (string or list of strings) into one string.
@@ -177,11 +199,97 @@ impl Notebook {
         Notebook::deserialize(&value).map_err(|error| Error::Input(error.to_string()))
     }
 
-    /// Serialises like Jupyter (nbformat.write): keys sorted, one-space
-    /// indent, non-ASCII kept, trailing newline. Keeps rewrite diffs small.
+    /// Serialises as Jupyter saves a notebook (nbformat.write, which jupyter_server calls):
+    /// transient fields dropped, texts split into lines, keys sorted, one-space indent,
+    /// non-ASCII kept, trailing newline. A notebook written so is saved byte for byte by
+    /// JupyterLab (`jupyter/tests/nbformat.rs` checks it against nbformat's own output).
     pub fn to_jupyter_json(&self) -> String {
-        let value = sort_keys(serde_json::to_value(self).expect("notebook is valid JSON"));
-        to_pretty(&value)
+        let mut value = serde_json::to_value(self).expect("notebook is valid JSON");
+        nbformat_form(&mut value);
+        to_pretty(&sort_keys(value))
+    }
+}
+
+/// What a notebook goes through from JupyterLab's page to its file, done to `notebook`:
+/// nbformat reads (`rejoin_lines`: each text held as a list of strings joined into one) and
+/// writes (`split_lines`: each such text split again, at Python's line ends), and drops the
+/// transient fields (`strip_transient`: the metadata's `orig_nbformat`, `orig_nbformat_minor`
+/// and `signature`, each cell's `trusted`). The texts: a cell's source, a code cell's stream
+/// text, and the text/*, image/svg+xml and application/javascript data of its outputs and of
+/// any cell's attachments (other data held as a list of strings is joined and left whole;
+/// JSON data is left as it is).
+fn nbformat_form(notebook: &mut Value) {
+    if let Some(metadata) = notebook.get_mut("metadata").and_then(Value::as_object_mut) {
+        for key in ["orig_nbformat", "orig_nbformat_minor", "signature"] {
+            metadata.remove(key);
+        }
+    }
+    let Some(cells) = notebook.get_mut("cells").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for cell in cells.iter_mut().filter_map(Value::as_object_mut) {
+        if let Some(source) = cell.get_mut("source") {
+            resplit(source, true);
+        }
+        if let Some(metadata) = cell.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.remove("trusted");
+        }
+        if let Some(attachments) = cell.get_mut("attachments").and_then(Value::as_object_mut) {
+            attachments.values_mut().for_each(resplit_bundle);
+        }
+        if cell.get("cell_type").and_then(Value::as_str) != Some("code") {
+            continue;
+        }
+        let outputs = cell.get_mut("outputs").and_then(Value::as_array_mut);
+        for output in outputs
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            let kind = output.get("output_type").and_then(Value::as_str);
+            match kind {
+                Some("execute_result" | "display_data") => {
+                    if let Some(data) = output.get_mut("data") {
+                        resplit_bundle(data);
+                    }
+                }
+                Some(kind) => {
+                    let stream = kind == "stream";
+                    if let Some(text) = output.get_mut("text") {
+                        resplit(text, stream);
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+}
+
+/// A list of strings joined into one string; then, if `split`, a string split into lines.
+fn resplit(text: &mut Value, split: bool) {
+    if let Some(joined) = text.is_array().then(|| join_text(text)).flatten() {
+        *text = Value::String(joined);
+    }
+    if let (true, Value::String(whole)) = (split, &*text) {
+        *text = split_lines(whole);
+    }
+}
+
+/// nbformat's `_rejoin_mimebundle` then `_split_mimebundle`, on one bundle.
+fn resplit_bundle(bundle: &mut Value) {
+    let Some(bundle) = bundle.as_object_mut() else {
+        return;
+    };
+    for (mime, value) in bundle.iter_mut() {
+        let json = mime == "application/json"
+            || (mime.starts_with("application/") && mime.ends_with("+json"));
+        if json {
+            continue;
+        }
+        let text = mime.starts_with("text/")
+            || mime == "image/svg+xml"
+            || mime == "application/javascript";
+        resplit(value, text);
     }
 }
 
@@ -241,10 +349,11 @@ fn check_cell(cell: &Value) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Pretty-prints with Jupyter's one-space indent and a trailing newline.
+/// Pretty-prints with Jupyter's one-space indent and a trailing newline, floats as Python
+/// writes them.
 pub fn to_pretty(value: &Value) -> String {
     let mut out = Vec::new();
-    let formatter = serde_json::ser::PrettyFormatter::with_indent(b" ");
+    let formatter = PythonFloats(serde_json::ser::PrettyFormatter::with_indent(b" "));
     let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
     value
         .serialize(&mut serializer)
@@ -252,6 +361,84 @@ pub fn to_pretty(value: &Value) -> String {
     let mut text = String::from_utf8(out).expect("serde_json writes UTF-8");
     text.push('\n');
     text
+}
+
+/// Python's `repr` of a float, which `json.dumps` writes: the shortest digits that read back
+/// to it, in positional notation from 1e-4 up to 1e16 (with ".0" when whole), else as
+/// `1e-05`, `1.5e+16` (an exponent of two digits at least, signed).
+///
+/// ```
+/// use attention_lab_jupyter::replay::notebook::python_float;
+/// let written: Vec<String> = [1e-5, 1e-4, 1e15, 1e16, 100.0, -0.0, 5e-324].map(python_float).into();
+/// assert_eq!(written, ["1e-05", "0.0001", "1000000000000000.0", "1e+16", "100.0", "-0.0", "5e-324"]);
+/// ```
+pub fn python_float(value: f64) -> String {
+    let scientific = format!("{value:e}");
+    let (mantissa, exponent) = scientific
+        .split_once('e')
+        .expect("LowerExp writes an exponent");
+    let exponent: i32 = exponent
+        .parse()
+        .expect("LowerExp writes an integer exponent");
+    if (-4..16).contains(&exponent) {
+        let positional = format!("{value}");
+        if positional.contains('.') {
+            positional
+        } else {
+            positional + ".0"
+        }
+    } else {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exponent.abs())
+    }
+}
+
+/// serde_json's pretty printer with floats written by [`python_float`].
+struct PythonFloats<'a>(serde_json::ser::PrettyFormatter<'a>);
+
+impl serde_json::ser::Formatter for PythonFloats<'_> {
+    fn write_f64<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        value: f64,
+    ) -> std::io::Result<()> {
+        w.write_all(python_float(value).as_bytes())
+    }
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
 }
 
 /// Recursively sorts object keys; serde_json may preserve insertion order
@@ -298,7 +485,9 @@ mod tests {
    "cell_type": "markdown",
    "id": "m1",
    "metadata": {},
-   "source": "# Title é"
+   "source": [
+    "# Title é"
+   ]
   }
  ],
  "metadata": {
@@ -531,8 +720,10 @@ mod tests {
         assert_eq!(notebook.to_jupyter_json(), NULL_COUNT);
     }
 
+    /// nbformat splits a source held as one string into lines (an empty one into none), as
+    /// JupyterLab's save does: written once, such a notebook is then stable.
     #[test]
-    fn string_source_stays_a_string() {
+    fn string_source_is_split_as_nbformat_splits_it() {
         const STRING_SOURCE: &str = r##"{
  "cells": [
   {
@@ -560,14 +751,20 @@ mod tests {
             notebook.cells[0].source,
             MultilineText::Joined("let a = 1;\na".into())
         );
-        assert_eq!(
-            notebook.cells[1].source,
-            MultilineText::Joined(String::new())
+        let split = replace_once(
+            &replace_once(
+                STRING_SOURCE,
+                "\"source\": \"let a = 1;\\na\"",
+                "\"source\": [\n    \"let a = 1;\\n\",\n    \"a\"\n   ]",
+            ),
+            "\"source\": \"\"",
+            "\"source\": []",
         );
-        assert_eq!(notebook.to_jupyter_json(), STRING_SOURCE);
+        assert_eq!(notebook.to_jupyter_json(), split);
+        assert_eq!(Notebook::parse(&split).unwrap().to_jupyter_json(), split);
         let written = update(&mut notebook, 0, serde_json::json!([]), 2);
         let expected = replace_once(
-            STRING_SOURCE,
+            &split,
             "\"execution_count\": null,",
             "\"execution_count\": 2,",
         );
@@ -581,7 +778,7 @@ mod tests {
         )
         .unwrap();
         let written = notebook.to_jupyter_json();
-        assert!(written.contains("\"source\": \"café / 😀\""), "{written}");
+        assert!(written.contains("\n    \"café / 😀\"\n"), "{written}");
         assert_eq!(
             Notebook::parse(&written).unwrap().to_jupyter_json(),
             written
@@ -631,5 +828,34 @@ mod tests {
         assert_eq!(split_lines("a\nb\n"), serde_json::json!(["a\n", "b\n"]));
         assert_eq!(split_lines("a\nb"), serde_json::json!(["a\n", "b"]));
         assert_eq!(split_lines(""), serde_json::json!([]));
+        // Python's line ends, each kept with its line.
+        assert_eq!(
+            split_lines("a\r\n\rb\x0bc\x0cd\x1ce\x1df\x1eg\u{85}h\u{2028}i\u{2029}j\tk"),
+            serde_json::json!([
+                "a\r\n",
+                "\r",
+                "b\x0b",
+                "c\x0c",
+                "d\x1c",
+                "e\x1d",
+                "f\x1e",
+                "g\u{85}",
+                "h\u{2028}",
+                "i\u{2029}",
+                "j\tk"
+            ])
+        );
+    }
+
+    /// nbformat's strip_transient: fields Jupyter never stores are not written.
+    #[test]
+    fn transient_fields_are_not_written() {
+        let notebook = Notebook::parse(
+            r#"{"cells": [{"cell_type": "markdown", "metadata": {"trusted": true, "k": 1}, "source": []}], "metadata": {"orig_nbformat": 3, "orig_nbformat_minor": 0, "signature": "sha256:0", "k": 2}, "nbformat": 4, "nbformat_minor": 5}"#,
+        )
+        .unwrap();
+        let written: Value = serde_json::from_str(&notebook.to_jupyter_json()).unwrap();
+        assert_eq!(written["metadata"], serde_json::json!({"k": 2}));
+        assert_eq!(written["cells"][0]["metadata"], serde_json::json!({"k": 1}));
     }
 }
