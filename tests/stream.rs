@@ -421,6 +421,34 @@ fn masked_streaming_checks_the_mask_shape() {
     );
 }
 
+/// A call large enough for threads (past `SERIAL_WORK`): every thread count gives the same
+/// bits (each row and column is computed by the same code, whichever thread takes it), and
+/// the full path's numbers, masked or not.
+#[test]
+fn threads_change_no_bit_of_a_call_large_enough_for_them() {
+    let (x, layer) = layer(520, 64, 4, 12);
+    let work = 520 * 64 * 64 * 4 + 520 * 520 * 64 * 2;
+    assert!(work > attention_lab::stream::SERIAL_WORK, "{work}");
+    let causal = Mask::causal(520);
+    for mask in [None, Some(&causal)] {
+        let full = layer.forward(&x, &Attend::new().mask(mask)).unwrap();
+        let with = |threads| {
+            let streaming = Streaming {
+                threads,
+                ..Streaming::default()
+            };
+            layer
+                .forward(&x, &Attend::new().mask(mask).streaming(streaming))
+                .unwrap()
+        };
+        let one = with(1);
+        assert_agrees(&one, full.result());
+        for threads in [2, 3] {
+            assert_eq!(with(threads), one, "{threads} threads");
+        }
+    }
+}
+
 #[test]
 fn causal_and_padding_agree_on_a_long_input() {
     // Many key blocks, some of them wholly masked for a query (the running max stays -inf).

@@ -95,7 +95,18 @@ pub(crate) fn forward(
             mask.check(x.nrows(), key.nrows())?;
         }
     }
-    let streaming = streaming.resolved()?;
+    // The projections, Q K^T, weights V and W_O.
+    let (d_q, d_kv, d_v) = (
+        heads.iter().map(|h| h.wq().ncols()).sum::<usize>(),
+        heads.iter().map(|h| h.wk().ncols()).sum::<usize>(),
+        heads.iter().map(|h| h.wv().ncols()).sum::<usize>(),
+    );
+    // In f64, which no shape overflows; `as` saturates.
+    let [n, m, d, e] = [x.nrows(), key.nrows(), x.ncols(), key.ncols()].map(|s| s as f64);
+    let [d_q, d_kv, d_v, f] = [d_q, d_kv, d_v, value.ncols()].map(|s| s as f64);
+    let w_o = wo.map_or(0.0, |wo| wo.len() as f64);
+    let work = (n * d * d_q + m * (e * d_kv + f * d_v) + n * m * (d_kv + d_v) + n * w_o) as usize;
+    let streaming = streaming.resolved(work)?;
     let picks: [fn(&Head) -> &Array2<f64>; 3] = [Head::wq, Head::wk, Head::wv];
     let ws = picks.map(|w| heads.iter().map(|h| w(h).view()).collect::<Vec<_>>());
     let widths = ws

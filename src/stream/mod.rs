@@ -83,12 +83,18 @@ pub struct Streaming {
     /// Keys and values read per step of the online softmax, rounded up to a multiple of 6
     /// (the kernel's tile).
     pub key_block: usize,
-    /// Threads to use; 0 means one per core.
+    /// Threads to use, at most; 0 means one per core. A call of fewer than
+    /// [`SERIAL_WORK`] multiply-adds runs on the calling thread, as starting threads would
+    /// cost more than they save.
     pub threads: usize,
     /// The vector instructions to run on: [`Simd::Auto`] picks the widest this CPU has (or
     /// the one `ATTENTION_LAB_SIMD` names); a path the CPU lacks is an error.
     pub simd: Simd,
 }
+
+/// Multiply-adds of a call below which it runs on one thread: about 0.2 ms of work, where
+/// the few thread starts of a call (tens of microseconds each) would cost more than they save.
+pub const SERIAL_WORK: usize = 1 << 23;
 
 impl Default for Streaming {
     fn default() -> Streaming {
@@ -102,10 +108,12 @@ impl Default for Streaming {
 }
 
 impl Streaming {
-    /// These settings with [`Simd::Auto`] replaced by the path it picks.
-    fn resolved(self) -> Result<Streaming, AttentionError> {
+    /// These settings for a call of `work` multiply-adds: [`Simd::Auto`] replaced by the path
+    /// it picks, and one thread for a call under [`SERIAL_WORK`].
+    fn resolved(self, work: usize) -> Result<Streaming, AttentionError> {
         Ok(Streaming {
             simd: self.simd.resolve()?,
+            threads: if work < SERIAL_WORK { 1 } else { self.threads },
             ..self
         })
     }
@@ -144,7 +152,9 @@ pub(crate) fn attention(
     if let Some(mask) = mask {
         mask.check(q.nrows(), k.nrows())?;
     }
-    let streaming = streaming.resolved()?;
+    // Q K^T and weights V.
+    let work = (q.nrows() as f64 * k.nrows() as f64 * (q.ncols() + v.ncols()) as f64) as usize;
+    let streaming = streaming.resolved(work)?;
     let plan = Plan {
         heads: vec![HeadCols {
             q: 0,
