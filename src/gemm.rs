@@ -8,7 +8,7 @@
 //! are packed in blocks of [`KC`] of the shared dimension: a panel of `x` (12 KiB) stays in
 //! the first-level cache while a group of `w`'s panels (about 512 KiB) stays in the second.
 
-use ndarray::{s, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{s, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
 
 use crate::parallel;
 use crate::simd::{dispatch, Kernel, Lanes, Simd};
@@ -208,15 +208,46 @@ fn pack_columns(
             let part = w.slice(s![.., lo - start..hi - start]);
             for (d, row) in part.rows().into_iter().enumerate() {
                 let (block, i) = (d / kc, d % kc);
-                for (c, &value) in (lo - first..).zip(&row) {
+                // The row in runs that each fill one panel's lanes (whole runs of a
+                // contiguous row copied at once).
+                let mut c = lo - first;
+                for run in runs(row, lanes - c % lanes, lanes) {
                     let (p, lane) = (c / lanes, c % lanes);
-                    packed[((block * panels + p) * kc + i) * lanes + lane] = value;
+                    let at = ((block * panels + p) * kc + i) * lanes + lane;
+                    match run.as_slice() {
+                        Some(values) => packed[at..at + values.len()].copy_from_slice(values),
+                        None => packed[at..at + run.len()]
+                            .iter_mut()
+                            .zip(&run)
+                            .for_each(|(to, &value)| *to = value),
+                    }
+                    c += run.len();
                 }
             }
         }
         start += w.ncols();
     }
     packed
+}
+
+/// `row` cut into a first run of `first` values, then runs of `len` (the last may be shorter).
+fn runs(
+    row: ArrayView1<'_, f64>,
+    first: usize,
+    len: usize,
+) -> impl Iterator<Item = ArrayView1<'_, f64>> {
+    let mut rest = Some(row);
+    let mut take = first;
+    std::iter::from_fn(move || {
+        let row = rest.take()?;
+        if row.is_empty() {
+            return None;
+        }
+        let (run, after) = row.split_at(Axis(0), take.min(row.len()));
+        rest = Some(after);
+        take = len;
+        Some(run)
+    })
 }
 
 /// The sizes a thread's share of a product is cut by.
