@@ -4,7 +4,8 @@
 // view is hovered, toggled and downloaded, and 008's model view opens a panel. Issue 33's
 // checks, on 000's head view and 008's model view: no two shown heads share a colour, no line
 // lies on another head's, the 12-head model view with a layer open fits 1366 x 768, and every
-// label is 16 px or more at the projector size.
+// label is 16 px or more at the projector size; on 008's sentence-pair view, the layer menu,
+// the A/B pair filters, the dark switch and prettified WordPiece tokens.
 //
 // Usage: ATTENTION_LAB_BIN=/path/to/attention-lab node e2e/lab.test.mjs
 // Screenshots: target/e2e/*.png (relative to the repository).
@@ -137,8 +138,10 @@ async function runNotebook(page, base, token, name, failures) {
       await page.screenshot({ path: path.join(shots, `${stem}-heatmap-${k}.png`) });
     }
     const printed = PRINTED_WEIGHTS[name](cells.map((c) => c.out).join('\n'));
-    if (await page.locator(`${PANEL} .alab-view[data-view="model-view"]`).count()) await modelView(page, stem, failures);
-    else await headView(page, stem, printed, failures);
+    if (await page.locator(`${PANEL} .alab-view[data-view="model-view"]`).count()) {
+      await modelView(page, stem, failures);
+      await pairView(page, stem, failures);
+    } else await headView(page, stem, printed, failures);
     // Stop the kernel so the next notebook does not compete with it.
     await menu(page, 'Kernel', 'Shut Down Kernel');
     const confirm = page.locator('.jp-Dialog button.jp-mod-accept');
@@ -335,6 +338,49 @@ async function modelView(page, stem, failures) {
   await page.screenshot({ path: path.join(shots, `${stem}-after-model-view-1366x768.png`) });
   await projector(page, view, svg, `${stem}-model-view`, failures);
   await page.setViewportSize({ width: 1400, height: 1000 });
+}
+
+// 008's last view: every layer of a sentence pair (head_view_layers with sentence_b). The layer
+// menu redraws the lines from that layer's weights; the pairs menu keeps only A -> B (then
+// B -> A) lines; the dark switch turns the view dark and back; WordPiece pieces are prettified.
+async function pairView(page, stem, failures) {
+  const view = page.locator(`${PANEL} .alab-view[data-view="head-view"]`).last();
+  if (!(await view.count())) { failures.push(`${stem}: no sentence-pair head view`); return; }
+  await view.scrollIntoViewIfNeeded();
+  await page.waitForTimeout(500);
+  const svg = view.locator('svg.alab-head-view');
+  const tokens = await svg.locator('text.alab-q').allTextContents();
+  const b = tokens.indexOf('someone');
+  if (b < 1) { failures.push(`${stem}: the pair view's tokens ${JSON.stringify(tokens)} have no "someone"`); return; }
+  if (!tokens.includes('·rum') || tokens.some((t) => t.startsWith('##'))) {
+    failures.push(`${stem}: WordPiece pieces not prettified: ${JSON.stringify(tokens)}`);
+  }
+  const layerMenu = view.locator('select.alab-layer');
+  const layers = await layerMenu.locator('option').count();
+  if (layers !== 6) failures.push(`${stem}: the pair view's layer menu has ${layers} layers, not 6`);
+  const key = (lines) => lines.map((l) => `${l.h} ${l.q} ${l.k} ${l.w}`).sort().join(',');
+  const last = key(await shownLines(svg));
+  await layerMenu.selectOption('2');
+  await page.waitForTimeout(300);
+  const second = await shownLines(svg);
+  if (!second.length || key(second) === last) failures.push(`${stem}: layer 2 drew ${second.length} lines, the same as layer 5`);
+  for (const [pairs, keep] of [['AB', (l) => l.q < b && l.k >= b], ['BA', (l) => l.q >= b && l.k < b]]) {
+    await view.locator('select.alab-pairs').selectOption(pairs);
+    await page.waitForTimeout(300);
+    const lines = await shownLines(svg);
+    const wrong = lines.filter((l) => !keep(l));
+    if (!lines.length || wrong.length) failures.push(`${stem}: pairs ${pairs}: ${lines.length} lines shown, ${wrong.length} outside it`);
+    if (pairs === 'AB') await page.screenshot({ path: path.join(shots, `${stem}-pair-view-a-to-b.png`) });
+  }
+  await view.locator('select.alab-pairs').selectOption('all');
+  const dark = () => view.evaluate((v) => v.classList.contains('alab-dark') || !!v.querySelector('.alab-dark'));
+  const before = await dark();
+  await view.locator('button', { hasText: 'dark' }).click();
+  await page.waitForTimeout(300);
+  const after = await dark();
+  await page.screenshot({ path: path.join(shots, `${stem}-pair-view-dark.png`) });
+  await view.locator('button', { hasText: 'dark' }).click();
+  if (before || !after || (await dark())) failures.push(`${stem}: the dark switch went ${before} -> ${after} -> ${await dark()}`);
 }
 
 async function main() {
