@@ -130,7 +130,7 @@ impl Simd {
     }
 
     /// The widest path this CPU runs.
-    pub(crate) fn widest() -> Simd {
+    fn widest() -> Simd {
         Simd::ALL
             .into_iter()
             .find(|simd| simd.missing().is_none())
