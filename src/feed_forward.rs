@@ -5,6 +5,7 @@ use ndarray::{Array1, Array2, ArrayView2};
 
 use crate::error::{AttentionError, Operand};
 use crate::into::{project_to, put};
+use crate::linear::Linear;
 use crate::parallel;
 
 /// GELU with the exact Gaussian CDF, `x/2 (1 + erf(x/sqrt(2)))`: PyTorch's `nn.GELU()` and
@@ -176,9 +177,9 @@ pub fn silu(x: f64) -> f64 {
 /// W_gate and W_up are d x d_ff, W_down d_ff x d.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SwiGlu {
-    w_gate: Array2<f64>,
-    w_up: Array2<f64>,
-    w_down: Array2<f64>,
+    w_gate: Linear,
+    w_up: Linear,
+    w_down: Linear,
 }
 
 /// Every intermediate of the SwiGLU block on one input.
@@ -211,21 +212,22 @@ impl SwiGlu {
     /// [`AttentionError::Mismatch`] naming the two matrices that do not fit: W_up as W_gate,
     /// and W_down one row per column of W_gate and one column per row.
     pub fn new(
-        w_gate: Array2<f64>,
-        w_up: Array2<f64>,
-        w_down: Array2<f64>,
+        w_gate: impl Into<Linear>,
+        w_up: impl Into<Linear>,
+        w_down: impl Into<Linear>,
     ) -> Result<SwiGlu, AttentionError> {
+        let (w_gate, w_up, w_down) = (w_gate.into(), w_up.into(), w_down.into());
         if w_up.dim() != w_gate.dim() {
             return Err(AttentionError::mismatch(
-                Operand::new("W_gate", w_gate.shape()),
-                Operand::new("W_up", w_up.shape()),
+                Operand::new("W_gate", &w_gate.shape()),
+                Operand::new("W_up", &w_up.shape()),
                 "W_gate and W_up must have the same shape (d x d_ff)",
             ));
         }
         if w_down.dim() != (w_gate.ncols(), w_gate.nrows()) {
             return Err(AttentionError::mismatch(
-                Operand::new("W_gate", w_gate.shape()),
-                Operand::new("W_down", w_down.shape()),
+                Operand::new("W_gate", &w_gate.shape()),
+                Operand::new("W_down", &w_down.shape()),
                 "W_down must be d_ff x d when W_gate is d x d_ff",
             ));
         }
@@ -244,7 +246,7 @@ impl SwiGlu {
     /// assert_eq!(ff.w_gate(), &array![[1.0, 2.0]]);
     /// # Ok::<(), AttentionError>(())
     /// ```
-    pub fn w_gate(&self) -> &Array2<f64> {
+    pub fn w_gate(&self) -> &Linear {
         &self.w_gate
     }
 
@@ -256,7 +258,7 @@ impl SwiGlu {
     /// assert_eq!(ff.w_up(), &array![[3.0, 4.0]]);
     /// # Ok::<(), AttentionError>(())
     /// ```
-    pub fn w_up(&self) -> &Array2<f64> {
+    pub fn w_up(&self) -> &Linear {
         &self.w_up
     }
 
@@ -268,7 +270,7 @@ impl SwiGlu {
     /// assert_eq!(ff.w_down(), &array![[5.0], [6.0]]);
     /// # Ok::<(), AttentionError>(())
     /// ```
-    pub fn w_down(&self) -> &Array2<f64> {
+    pub fn w_down(&self) -> &Linear {
         &self.w_down
     }
 
@@ -294,14 +296,14 @@ impl SwiGlu {
         if x.ncols() != self.w_gate.nrows() {
             return Err(AttentionError::mismatch(
                 Operand::new("X", x.shape()),
-                Operand::new("W_gate", self.w_gate.shape()),
+                Operand::new("W_gate", &self.w_gate.shape()),
                 "the columns of X must equal the rows of W_gate",
             ));
         }
-        let gate = parallel::project(x, &self.w_gate, None);
-        let up = parallel::project(x, &self.w_up, None);
+        let gate = self.w_gate.project(x);
+        let up = self.w_up.project(x);
         let activated = parallel::map_elements(&gate, 32, silu) * &up;
-        let output = parallel::project(activated.view(), &self.w_down, None);
+        let output = self.w_down.project(activated.view());
         Ok(SwiGluOutput {
             gate,
             up,

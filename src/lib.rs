@@ -50,6 +50,8 @@ pub mod heads;
 pub mod html;
 pub mod init;
 mod into;
+#[cfg(feature = "encoder")]
+pub mod linear;
 pub mod mask;
 #[cfg(feature = "encoder")]
 pub mod norm;

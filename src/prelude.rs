@@ -15,8 +15,9 @@ pub use crate::attention::Attention;
 pub use crate::batch::BatchOutput;
 #[cfg(feature = "decoder")]
 pub use crate::decoder::{
-    grouped_query_attention, BlockOutput, Decoder, DecoderBlock, DecoderOutput, GroupedAttention,
-    GroupedOutput, KvCache, LayerCache, LmHead, Mlp, Norm, Sampling,
+    grouped_query_attention, BlockOutput, Decoder, DecoderBlock, DecoderOutput, Generation,
+    GroupedAttention, GroupedOutput, KvCache, LayerCache, LmHead, Mlp, Norm, Sampler, Sampling,
+    Step,
 };
 #[cfg(feature = "encoder")]
 pub use crate::encoder::{
@@ -35,6 +36,8 @@ pub use crate::grad::{
 pub use crate::heads::{Head, HeadOutput, MultiHead, MultiHeadOutput};
 pub use crate::html;
 pub use crate::init::{random_embeddings, random_projection};
+#[cfg(feature = "encoder")]
+pub use crate::linear::Linear;
 pub use crate::mask::Mask;
 #[cfg(feature = "encoder")]
 pub use crate::norm::{LayerNorm, RmsNorm};

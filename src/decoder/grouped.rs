@@ -6,8 +6,8 @@ use ndarray::{s, Array2, ArrayView2};
 use super::cache::LayerCache;
 use crate::attention::attend;
 use crate::error::{AttentionError, Operand};
+use crate::linear::Linear;
 use crate::mask::Mask;
-use crate::parallel;
 use crate::rope::Rope;
 use crate::softmax::Softmax;
 
@@ -17,10 +17,10 @@ use crate::softmax::Softmax;
 /// (heads d) x E, `d` being the rope's head width.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupedAttention {
-    wq: Array2<f64>,
-    wk: Array2<f64>,
-    wv: Array2<f64>,
-    wo: Array2<f64>,
+    wq: Linear,
+    wk: Linear,
+    wv: Linear,
+    wo: Linear,
     heads: usize,
     kv_heads: usize,
     rope: Rope,
@@ -62,14 +62,15 @@ impl GroupedAttention {
     /// [`AttentionError::Mismatch`] naming the matrix whose shape does not fit.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        wq: Array2<f64>,
-        wk: Array2<f64>,
-        wv: Array2<f64>,
-        wo: Array2<f64>,
+        wq: impl Into<Linear>,
+        wk: impl Into<Linear>,
+        wv: impl Into<Linear>,
+        wo: impl Into<Linear>,
         heads: usize,
         kv_heads: usize,
         rope: Rope,
     ) -> Result<GroupedAttention, AttentionError> {
+        let (wq, wk, wv, wo) = (wq.into(), wk.into(), wv.into(), wo.into());
         check_groups(heads, kv_heads)?;
         let d = rope.head_dim();
         let e = wq.nrows();
@@ -102,7 +103,7 @@ impl GroupedAttention {
         for (name, w, want, rule) in fits {
             if w.dim() != want {
                 return Err(AttentionError::mismatch(
-                    Operand::new(name, w.shape()),
+                    Operand::new(name, &w.shape()),
                     Operand::new("n_heads, n_kv_heads, head_dim", &[heads, kv_heads, d]),
                     rule,
                 ));
@@ -251,25 +252,21 @@ impl GroupedAttention {
         if x.ncols() != self.wq.nrows() {
             return Err(AttentionError::mismatch(
                 Operand::new("X", x.shape()),
-                Operand::new("W_Q", self.wq.shape()),
+                Operand::new("W_Q", &self.wq.shape()),
                 "the columns of X must equal the rows of W_Q",
             ));
         }
         if cache.width() != self.kv_width() {
             return Err(AttentionError::mismatch(
                 Operand::new("the cache's keys", &[cache.len(), cache.width()]),
-                Operand::new("W_K", self.wk.shape()),
+                Operand::new("W_K", &self.wk.shape()),
                 "the cache must hold this layer's keys: as wide as W_K",
             ));
         }
         let start = cache.len();
-        let q = self
-            .rope
-            .rotate(parallel::project(x, &self.wq, None).view(), start)?;
-        let k = self
-            .rope
-            .rotate(parallel::project(x, &self.wk, None).view(), start)?;
-        let v = parallel::project(x, &self.wv, None);
+        let q = self.rope.rotate(self.wq.project(x).view(), start)?;
+        let k = self.rope.rotate(self.wk.project(x).view(), start)?;
+        let v = self.wv.project(x);
         cache.append(k.view(), v.view());
         let keys = cache.len();
         let mask = match self.window {
@@ -283,7 +280,7 @@ impl GroupedAttention {
             [self.heads, self.kv_heads, self.rope.head_dim()],
             Some(&mask),
         )?;
-        let output = parallel::project(z.view(), &self.wo, None);
+        let output = self.wo.project(z.view());
         Ok(GroupedOutput {
             q,
             weights,

@@ -16,12 +16,13 @@ mod grouped;
 
 pub use block::{BlockOutput, DecoderBlock, Mlp, Norm};
 pub use cache::{KvCache, LayerCache};
-pub use generate::Sampling;
+pub use generate::{Generation, Sampler, Sampling, Step};
 pub use grouped::{grouped_query_attention, GroupedAttention, GroupedOutput};
 
-use ndarray::{Array2, Axis};
+use ndarray::Array2;
 
 use crate::error::{AttentionError, Operand};
+use crate::linear::Linear;
 use crate::parallel;
 
 /// The LM head: the final hidden rows times the token embeddings, transposed (tied, as
@@ -37,7 +38,7 @@ pub enum LmHead {
 /// A decoder-only transformer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decoder {
-    embed: Array2<f64>,
+    embed: Linear,
     blocks: Vec<DecoderBlock>,
     norm: Norm,
     lm_head: LmHead,
@@ -78,11 +79,12 @@ impl Decoder {
     /// [`AttentionError::Mismatch`] when a block or the final norm is not as wide as the
     /// embeddings, or an untied head is not E x vocab.
     pub fn new(
-        embed: Array2<f64>,
+        embed: impl Into<Linear>,
         blocks: Vec<DecoderBlock>,
         norm: Norm,
         lm_head: LmHead,
     ) -> Result<Decoder, AttentionError> {
+        let embed = embed.into();
         let e = embed.ncols();
         let widths = blocks
             .iter()
@@ -92,7 +94,7 @@ impl Decoder {
             if width != e {
                 return Err(AttentionError::mismatch(
                     Operand::row(name, width),
-                    Operand::new("the embeddings", embed.shape()),
+                    Operand::new("the embeddings", &embed.shape()),
                     "every block and the final norm must be as wide as an embedding (E)",
                 ));
             }
@@ -101,7 +103,7 @@ impl Decoder {
             if w.dim() != (e, embed.nrows()) {
                 return Err(AttentionError::mismatch(
                     Operand::new("the LM head", w.shape()),
-                    Operand::new("the embeddings", embed.shape()),
+                    Operand::new("the embeddings", &embed.shape()),
                     "the LM head must be E x vocab when the embeddings are vocab x E",
                 ));
             }
@@ -124,6 +126,30 @@ impl Decoder {
     /// ```
     pub fn vocab(&self) -> usize {
         self.embed.nrows()
+    }
+
+    /// The embedding table, vocab x E (the tied LM head's weights too).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let decoder = Decoder::new(Array2::zeros((5, 2)), vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?;
+    /// assert_eq!(decoder.embed().dim(), (5, 2));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn embed(&self) -> &Linear {
+        &self.embed
+    }
+
+    /// The LM head.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let decoder = Decoder::new(Array2::zeros((5, 2)), vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?;
+    /// assert_eq!(decoder.lm_head(), &LmHead::Tied);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn lm_head(&self) -> &LmHead {
+        &self.lm_head
     }
 
     /// The blocks, in order.
@@ -197,7 +223,7 @@ impl Decoder {
             return Err(AttentionError::OutOfRange {
                 what: "token id",
                 index: id,
-                table: Operand::new("token embeddings", self.embed.shape()),
+                table: Operand::new("token embeddings", &self.embed.shape()),
             });
         }
         // Checked whole before any layer appends, so an error leaves the cache as it was.
@@ -210,7 +236,7 @@ impl Decoder {
                  Decoder::cache",
             ));
         }
-        let embedded = self.embed.select(Axis(0), ids);
+        let embedded = self.embed.rows(ids);
         let mut x = embedded.clone();
         let mut blocks = Vec::with_capacity(self.blocks.len());
         for (block, layer) in self.blocks.iter().zip(cache.layers_mut()) {
@@ -220,7 +246,7 @@ impl Decoder {
         }
         let hidden = self.norm.forward(&x)?;
         let logits = match &self.lm_head {
-            LmHead::Tied => hidden.dot(&self.embed.t()),
+            LmHead::Tied => self.embed.project_t(hidden.view()),
             LmHead::Untied(w) => parallel::project(hidden.view(), w, None),
         };
         Ok(DecoderOutput {

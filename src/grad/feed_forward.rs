@@ -185,18 +185,18 @@ impl SwiGlu {
             ("up", &out.up),
             ("activated", &out.activated),
         ];
-        check(
-            x,
-            ("W_gate", self.w_gate()),
-            self.w_down(),
-            &intermediates,
-            doutput,
-        )?;
-        let down = linear_backward(out.activated.view(), self.w_down(), doutput);
+        // Gradients are taken in f64 whatever the weights' storage: packed ones are expanded.
+        let (w_gate, w_up, w_down) = (
+            self.w_gate().dense(),
+            self.w_up().dense(),
+            self.w_down().dense(),
+        );
+        check(x, ("W_gate", &w_gate), &w_down, &intermediates, doutput)?;
+        let down = linear_backward(out.activated.view(), &w_down, doutput);
         let dup = &down.dinput * &out.gate.mapv(silu);
         let dgate = &down.dinput * &out.up * out.gate.mapv(silu_derivative);
-        let gate = linear_backward(x, self.w_gate(), &dgate);
-        let up = linear_backward(x, self.w_up(), &dup);
+        let gate = linear_backward(x, &w_gate, &dgate);
+        let up = linear_backward(x, &w_up, &dup);
         Ok(SwiGluGrad {
             dactivated: down.dinput,
             dgate,
