@@ -4,8 +4,8 @@ float64, and grouped-query attention computed by F.scaled_dot_product_attention(
 Llama casts to float32 in three places, which would leave float64 only in name: RMSNorm's
 `hidden_states.to(torch.float32)`, the rotary embedding's float32 inverse frequencies and
 angles, and the eager attention's `softmax(..., dtype=torch.float32)`. This script replaces
-those three functions by the same formulas kept in float64 (the math is the code's, line for
-line), so the goldens hold to 1e-10 and not to float32's 1e-7.
+those three functions by the same formulas kept in float64 (scripts/llama_f64.py: the math is
+the code's, line for line), so the goldens hold to 1e-10 and not to float32's 1e-7.
 
 For each model (a folder under tests/data/decoder/):
 - config.json: the sizes, theta, epsilon, tied or not, the prompt's ids and the greedy ids;
@@ -31,39 +31,13 @@ import torch
 import torch.nn.functional as F
 import transformers
 from transformers import LlamaConfig, LlamaForCausalLM
-from transformers.models.llama import modeling_llama
+
+import llama_f64  # the three float32 casts of Llama, kept in float64
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "decoder"
 
 
-def rms_norm_f64(self, hidden_states):
-    variance = hidden_states.pow(2).mean(-1, keepdim=True)
-    return self.weight * (hidden_states * torch.rsqrt(variance + self.variance_epsilon))
-
-
-def rotary_f64(self, x, position_ids):
-    base = self.config.rope_parameters["rope_theta"]
-    dim = self.config.head_dim
-    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
-    freqs = position_ids[..., None].to(torch.float64) * inv_freq
-    emb = torch.cat((freqs, freqs), dim=-1)
-    return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
-
-
-def eager_attention_f64(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
-    key_states = modeling_llama.repeat_kv(key, module.num_key_value_groups)
-    value_states = modeling_llama.repeat_kv(value, module.num_key_value_groups)
-    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
-    if attention_mask is not None:
-        attn_weights = attn_weights + attention_mask
-    attn_weights = F.softmax(attn_weights, dim=-1)
-    attn_output = torch.matmul(attn_weights, value_states).transpose(1, 2).contiguous()
-    return attn_output, attn_weights
-
-
-modeling_llama.LlamaRMSNorm.forward = rms_norm_f64
-modeling_llama.LlamaRotaryEmbedding.forward = rotary_f64
-modeling_llama.eager_attention_forward = eager_attention_f64
+llama_f64.patch()
 
 
 def save(folder, name, t):
