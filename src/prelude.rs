@@ -49,7 +49,7 @@ pub use crate::position::positional_encoding;
 #[cfg(feature = "decoder")]
 pub use crate::rope::Rope;
 pub use crate::simd::Simd;
-pub use crate::softmax::{softmax, softmax_naive, Softmax};
+pub use crate::softmax::{sampling_softmax, softmax, softmax_naive, Softmax};
 pub use crate::stream::Streaming;
 pub use crate::torch::{InProj, TorchWeights};
 #[cfg(feature = "learn")]

@@ -4,7 +4,7 @@
 //! to `inf` above 709.78, and `np.sum` adds with NumPy's pairwise summation, so the weights
 //! agree with NumPy's to the last bit on the documents' inputs.
 
-use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
 
 use crate::mask::zero_blocked_rows;
 
@@ -129,6 +129,51 @@ fn normalise(mut e: ArrayViewMut2<'_, f64>) {
 }
 
 /// `np.max` of one row: NaN wins (Rust's `f64::max` would drop it).
+/// The distribution a language model's next token is drawn from: `softmax((logits - max) /
+/// temperature)` over the `top_k` largest logits, the others 0 (on a tie at the k-th value,
+/// the first in index order are kept, so there are exactly k). `temperature` must be finite
+/// and above 0, `top_k` at least 1 (the decoder's sampling checks both); with `top_k` `None`
+/// and a temperature of 1 it is the plain softmax.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// let p = sampling_softmax(array![1.0, 3.0, 3.0, 0.0].view(), 1.0, Some(2));
+/// assert_eq!(p, array![0.0, 0.5, 0.5, 0.0]);
+/// let flat = sampling_softmax(array![0.0, 2.0_f64.ln()].view(), 1e9, None);
+/// assert!((flat[0] - 0.5).abs() < 1e-9);
+/// ```
+pub fn sampling_softmax(
+    logits: ArrayView1<'_, f64>,
+    temperature: f64,
+    top_k: Option<usize>,
+) -> Array1<f64> {
+    // The largest logit taken out before dividing: a tiny temperature cannot overflow.
+    let top = logits.fold(f64::NEG_INFINITY, |m, &v| m.max(v));
+    let mut scaled = logits.mapv(|l| (l - top) / temperature);
+    if let Some(k) = top_k.filter(|&k| k > 0 && k < scaled.len()) {
+        let mut sorted: Vec<f64> = scaled.to_vec();
+        sorted.sort_by(|a, b| b.total_cmp(a));
+        let kth = sorted[k - 1];
+        // Every value above the k-th largest, then the first of those equal to it, in index
+        // order, until there are k (torch.topk keeps k; a tie never costs a larger value).
+        let mut ties = k - scaled.iter().filter(|&&v| v > kth).count();
+        for v in scaled.iter_mut() {
+            if *v > kth {
+                continue;
+            }
+            if *v == kth && ties > 0 {
+                ties -= 1;
+            } else {
+                *v = f64::NEG_INFINITY;
+            }
+        }
+    }
+    let max = scaled.fold(f64::NEG_INFINITY, |m, &v| m.max(v));
+    let weights = scaled.mapv(|v| (v - max).exp());
+    let total: f64 = weights.sum();
+    weights / total
+}
+
 fn nan_max(row: ArrayView1<'_, f64>) -> f64 {
     row.iter().copied().fold(f64::NEG_INFINITY, |m, v| {
         if m.is_nan() || v.is_nan() {

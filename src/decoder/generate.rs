@@ -6,6 +6,7 @@ use ndarray::{Array1, ArrayView1};
 use super::{Decoder, DecoderOutput, KvCache};
 use crate::error::AttentionError;
 use crate::np::RandomState;
+use crate::softmax::sampling_softmax;
 
 /// How the next token is picked from a row of logits.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,9 +49,7 @@ impl Sampling {
         logits: ArrayView1<'_, f64>,
     ) -> Result<Array1<f64>, AttentionError> {
         let (temperature, top_k) = self.settings()?;
-        let weights = kept_weights(logits, temperature, top_k);
-        let total: f64 = weights.sum();
-        Ok(weights / total)
+        Ok(sampling_softmax(logits, temperature, top_k))
     }
 
     fn settings(&self) -> Result<(f64, Option<usize>), AttentionError> {
@@ -345,46 +344,13 @@ fn argmax(row: ArrayView1<'_, f64>) -> usize {
 
 /// NumPy's legacy `choice(n, p=p)` with the uniform draw `u`: the first index whose
 /// cumulative probability (normalised by the last) exceeds `u`.
-/// `exp((l - max) / temperature - ...)` for the kept logits, 0 for the others: the
-/// distribution's weights before they are divided by their sum.
-fn kept_weights(
-    logits: ArrayView1<'_, f64>,
-    temperature: f64,
-    top_k: Option<usize>,
-) -> Array1<f64> {
-    // The largest logit taken out before dividing: a tiny temperature cannot overflow.
-    let top = logits.fold(f64::NEG_INFINITY, |m, &v| m.max(v));
-    let mut scaled = logits.mapv(|l| (l - top) / temperature);
-    if let Some(k) = top_k.filter(|&k| k < scaled.len()) {
-        let mut sorted: Vec<f64> = scaled.to_vec();
-        sorted.sort_by(|a, b| b.total_cmp(a));
-        let kth = sorted[k - 1];
-        // Every value above the k-th largest, then the first of those equal to it, in index
-        // order, until there are k (torch.topk keeps k; a tie never costs a larger value).
-        let mut ties = k - scaled.iter().filter(|&&v| v > kth).count();
-        for v in scaled.iter_mut() {
-            if *v > kth {
-                continue;
-            }
-            if *v == kth && ties > 0 {
-                ties -= 1;
-            } else {
-                *v = f64::NEG_INFINITY;
-            }
-        }
-    }
-    let max = scaled.fold(f64::NEG_INFINITY, |m, &v| m.max(v));
-    scaled.mapv(|v| (v - max).exp())
-}
-
 fn draw(logits: ArrayView1<'_, f64>, temperature: f64, top_k: Option<usize>, u: f64) -> usize {
-    let weights = kept_weights(logits, temperature, top_k);
-    let total: f64 = weights.sum();
+    let p = sampling_softmax(logits, temperature, top_k);
     let mut cumulative = 0.0;
-    let cdf: Vec<f64> = weights
+    let cdf: Vec<f64> = p
         .iter()
-        .map(|w| {
-            cumulative += w / total;
+        .map(|p| {
+            cumulative += p;
             cumulative
         })
         .collect();
