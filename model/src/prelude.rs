@@ -10,5 +10,6 @@
 //! # Ok::<(), ModelError>(())
 //! ```
 
-pub use crate::{BertConfig, Encoded, Model, ModelError, Tokenizer, Tokens};
+pub use crate::chat::{ChatTokenizer, Message};
+pub use crate::{BertConfig, Encoded, Llama, LlamaConfig, Model, ModelError, Tokenizer, Tokens};
 pub use attention_lab::prelude::*;
