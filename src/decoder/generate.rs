@@ -167,7 +167,7 @@ pub struct Step {
 /// let block = DecoderBlock::new(norm.clone(), attention, norm.clone(), mlp)?;
 /// let decoder = Decoder::new(array![[1.0, 0.0], [0.0, 1.0]], vec![block], norm, LmHead::Tied)?;
 /// let (prefill, mut steps) = decoder.generation(&[0, 1], Sampling::Greedy)?;
-/// assert_eq!(prefill.logits.nrows(), 2);
+/// assert_eq!(prefill.logits.nrows(), 1); // the last token's: the next is picked from them
 /// let step = steps.next().unwrap()?;
 /// // the new token attends to the two before it and to itself
 /// assert_eq!(step.output.blocks[0].attention.weights[0].dim(), (1, 3));
@@ -207,7 +207,7 @@ impl Generation<'_> {
     /// use attention_lab::prelude::*;
     /// let decoder = Decoder::new(array![[1.0, 0.0], [0.0, 1.0]], vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?;
     /// let (prefill, steps) = decoder.generation(&[0, 1], Sampling::Greedy)?;
-    /// assert_eq!(steps.logits(), prefill.logits.row(1));
+    /// assert_eq!(steps.logits(), prefill.logits.row(0));
     /// # Ok::<(), AttentionError>(())
     /// ```
     pub fn logits(&self) -> ArrayView1<'_, f64> {
@@ -241,8 +241,9 @@ impl Iterator for Generation<'_> {
 }
 
 impl Decoder {
-    /// The prompt's pass (the prefill), and an iterator that generates from it one token at a
-    /// time, each fed back in on the KV cache.
+    /// The prompt's pass (the prefill: every intermediate, and the logits of its last token
+    /// only, which the first new token is picked from), and an iterator that generates from it
+    /// one token at a time, each fed back in on the KV cache.
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -271,7 +272,7 @@ impl Decoder {
         }
         let sampler = Sampler::new(sampling)?;
         let mut cache = self.cache();
-        let prefill = self.forward_cached(prompt, &mut cache)?;
+        let prefill = self.pass(prompt, &mut cache, true)?;
         let logits = last_row(&prefill.logits);
         let steps = Generation {
             decoder: self,

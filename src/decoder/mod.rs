@@ -53,7 +53,8 @@ pub struct DecoderOutput {
     pub blocks: Vec<BlockOutput>,
     /// The final norm of the last block's output.
     pub hidden: Array2<f64>,
-    /// One row of logits per new token: tokens x vocab.
+    /// One row of logits per new token: tokens x vocab (the last token's only, 1 x vocab, in
+    /// [`Decoder::generation`]'s prefill).
     pub logits: Array2<f64>,
 }
 
@@ -219,6 +220,18 @@ impl Decoder {
         ids: &[usize],
         cache: &mut KvCache,
     ) -> Result<DecoderOutput, AttentionError> {
+        self.pass(ids, cache, false)
+    }
+
+    /// As [`Decoder::forward_cached`], with the logits of the last token only when `last` (a
+    /// prefill for generation: the LM head is a large product, and only its last row picks the
+    /// next token).
+    pub(crate) fn pass(
+        &self,
+        ids: &[usize],
+        cache: &mut KvCache,
+        last: bool,
+    ) -> Result<DecoderOutput, AttentionError> {
         if let Some(&id) = ids.iter().find(|&&id| id >= self.vocab()) {
             return Err(AttentionError::OutOfRange {
                 what: "token id",
@@ -245,9 +258,13 @@ impl Decoder {
             blocks.push(out);
         }
         let hidden = self.norm.forward(&x)?;
+        let rows = match last {
+            true => hidden.slice(ndarray::s![hidden.nrows().saturating_sub(1).., ..]),
+            false => hidden.view(),
+        };
         let logits = match &self.lm_head {
-            LmHead::Tied => self.embed.project_t(hidden.view()),
-            LmHead::Untied(w) => parallel::project(hidden.view(), w, None),
+            LmHead::Tied => self.embed.project_t(rows),
+            LmHead::Untied(w) => parallel::project(rows, w, None),
         };
         Ok(DecoderOutput {
             embedded,
