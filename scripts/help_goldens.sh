@@ -12,7 +12,7 @@ rm -f "$out"/*.txt
 cases=()
 for bin in attention-lab attention-lab-classroom; do
     subs=(show solve exercise grade)
-    [[ $bin == attention-lab ]] && subs+=(replay lab hub kernel "kernel install" "kernel uninstall" "kernel serve" encode)
+    [[ $bin == attention-lab ]] && subs+=(replay lab hub kernel "kernel install" "kernel uninstall" "kernel serve" encode generate)
     cases+=("$bin|" "$bin|--help" "$bin|-h" "$bin|--version" "$bin|help")
     for sub in "${subs[@]}"; do
         cases+=("$bin|$sub --help" "$bin|$sub -h")

@@ -1,12 +1,13 @@
 //! The `attention-lab` command line: clap's arguments over the two sides of the project, the
 //! Jupyter side (`attention-lab-jupyter`: replay, lab, kernel) and the classroom tools
 //! (`attention-lab-classroom`: show, solve, exercise, grade), a class's JupyterHub
-//! (`attention-lab-hub`: hub), and the real model
-//! (`attention-lab-model`: encode). Each subcommand's work is there;
+//! (`attention-lab-hub`: hub), and the real models
+//! (`attention-lab-model`: encode, generate). Each subcommand's work is there;
 //! this crate parses, dispatches, and turns the one error type (`attention_lab_io::error`)
 //! into one line and an exit status.
 
 mod encode;
+mod generate;
 mod hub;
 mod kernel;
 mod lab;
@@ -44,6 +45,9 @@ enum Command {
     /// Run texts through a real model (all-MiniLM-L6-v2): tokens, every head's weights and
     /// the sentence embedding as JSON; each layer's heads as SVG.
     Encode(encode::EncodeArgs),
+    /// A real language model (SmolLM2-135M-Instruct) continues a prompt: the text as it is
+    /// written; each step's likeliest tokens as JSON; each layer's heads as SVG.
+    Generate(generate::GenerateArgs),
 }
 
 /// Parses the process's arguments and runs the subcommand; returns the exit status
@@ -67,5 +71,6 @@ pub fn run() -> ExitCode {
         Command::Hub(args) => attention_lab_hub::run(args.into()),
         Command::Kernel(args) => attention_lab_jupyter::kernel::run(args.into()),
         Command::Encode(args) => attention_lab_model::command::run(args.into()),
+        Command::Generate(args) => attention_lab_model::generate::run(args.into()),
     })
 }
