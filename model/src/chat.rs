@@ -15,8 +15,10 @@
 //! - **Pre-tokenizer**: `ByteLevel` with `add_prefix_space = false` and GPT-2's own split
 //!   regex, `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`:
 //!   transformers has no regex of its own for `tokenizer.ggml.pre = "smollm"` and keeps
-//!   GPT-2's. Every byte of each piece then becomes one printable character
-//!   ([`byte_to_char`]: a space is `Ġ`, a newline `Ċ`).
+//!   GPT-2's. (llama.cpp first cuts every digit off on its own for `smollm`; SmolLM2 has no
+//!   token that joins a digit to anything, so the two splits give the same tokens.) Every
+//!   byte of each piece then becomes one printable character ([`byte_to_char`]: a space is
+//!   `Ġ`, a newline `Ċ`).
 //! - **Added tokens**: every token the file marks as control (`token_type` 3, such as
 //!   `<|im_start|>`) is a *special* added token (matched whole in the text before any
 //!   splitting, and dropped by `decode(.., skip_special = true)`); a user-defined one (type 4)
@@ -67,7 +69,7 @@ const BYTE_LEVEL_MODEL: &str = "gpt2";
 /// (the `ByteLevel` pre-tokenizer's), and which this module therefore accepts. transformers
 /// falls back to that regex for every name it does not know; this module refuses them
 /// instead, since for most (llama-bpe, qwen2, ...) the model was trained with another split.
-pub const KNOWN_PRE_TOKENIZERS: [&str; 2] = ["smollm", "gpt-2"];
+pub const KNOWN_PRE_TOKENIZERS: [&str; 3] = ["smollm", "gpt-2", "default"];
 
 /// The token transformers' `GPT2Tokenizer` makes special whatever the file says.
 const GPT2_DEFAULT_SPECIAL: &str = "<|endoftext|>";
@@ -487,16 +489,15 @@ impl ChatTokenizer {
         // `<|endoftext|>` is GPT2Tokenizer's default BOS, EOS and UNK, which it adds before
         // the file's are set: special too, when the vocabulary has it (transformers gives it a
         // new id past the vocabulary otherwise, one the model has no row for: not here).
-        let endoftext = (
-            GPT2_DEFAULT_SPECIAL,
-            known.contains_key(GPT2_DEFAULT_SPECIAL),
-        );
+        let endoftext = known
+            .contains_key(GPT2_DEFAULT_SPECIAL)
+            .then_some(GPT2_DEFAULT_SPECIAL);
         let mut named: Vec<AddedToken> = Vec::new();
         let names = [&bos, &eos, &unk, &pad]
             .into_iter()
             .flatten()
             .map(|(_, token)| token.as_str())
-            .chain(endoftext.1.then_some(endoftext.0));
+            .chain(endoftext);
         for token in names {
             if !added.iter().any(|a| a == token) && !named.iter().any(|t| t.content == token) {
                 named.push(AddedToken::from(token.to_owned(), true).normalized(false));
@@ -763,9 +764,16 @@ impl ChatTokenizer {
     /// template is dropped), undefined values empty; the template sees `messages` (each with
     /// `role` and `content`), `add_generation_prompt`, `tools` and `documents` (none), and
     /// `bos_token`, `eos_token`, `unk_token` and `pad_token` (the ones the file has). It may
-    /// call `raise_exception(message)`, `namespace(..)`, `dict(..)`, the `tojson` filter (as
-    /// Python's `json.dumps`, non-ASCII kept) and the common Python methods of strings
-    /// (`strip`, `split`, `startswith`, ...) and dicts (`items`, `get`, ...).
+    /// call `raise_exception(message)`, `strftime_now(format)` (in UTC, where transformers uses
+    /// the machine's time zone), `namespace(..)`, `dict(..)`, the `tojson` filter (as Python's
+    /// `json.dumps`, non-ASCII kept) and the common Python methods of strings (`strip`,
+    /// `split`, `startswith`, ...) and dicts (`items`, `get`, ...). Lists, `None` and booleans
+    /// print as Python prints them (`['a', 'b']`, `None`, `True`).
+    ///
+    /// `{% break %}` and `{% continue %}` (jinja2's `loopcontrols` extension, which
+    /// transformers turns on) need minijinja's `loop_controls` feature, and a dict written in
+    /// a template keeps its order only with its `preserve_order` feature (without it,
+    /// `{'b': 1, 'a': 2}` iterates `a` first). SmolLM2's template uses neither.
     ///
     /// With `add_generation_prompt`, SmolLM2's template ends with `<|im_start|>assistant\n`, the
     /// header of the answer the model is to write.
@@ -1088,11 +1096,122 @@ fn chat_environment(source: String) -> Result<Environment<'static>, JinjaError> 
         },
     );
     env.add_filter("tojson", tojson);
+    env.add_function("strftime_now", |format: String| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        strftime(i64::try_from(now).unwrap_or(0), &format)
+    });
     env.set_unknown_method_callback(|_state, value, method, args| {
         python_method(value, method, args)
     });
     env.add_template_owned(TEMPLATE_NAME, source)?;
     Ok(env)
+}
+
+/// Python's `time.strftime(format)` for a time in seconds since 1970, in UTC: `%Y %m %d %H %M
+/// %S %y %j %b %B %a %A %p %I %e %%`, glibc's `%-d` (no zero) for the numbers; any other code
+/// is written as it is.
+fn strftime(seconds: i64, format: &str) -> String {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    const DAYS: [&str; 7] = [
+        "Sunday",
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+    ];
+    let days = seconds.div_euclid(86_400);
+    let second_of_day = seconds.rem_euclid(86_400);
+    let (hour, minute, second) = (
+        second_of_day / 3600,
+        second_of_day / 60 % 60,
+        second_of_day % 60,
+    );
+    // The civil date of a day count, in the proleptic Gregorian calendar, with years
+    // starting on 1 March so that the leap day comes last.
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_march_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let march_month = (5 * day_of_march_year + 2) / 153;
+    let day = day_of_march_year - (153 * march_month + 2) / 5 + 1;
+    let month = if march_month < 10 {
+        march_month + 3
+    } else {
+        march_month - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let before_month = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334][month as usize - 1];
+    let day_of_year = before_month + day + i64::from(leap && month > 2);
+    let weekday = (days + 4).rem_euclid(7) as usize; // 1970-01-01 was a Thursday
+    let hour12 = if hour % 12 == 0 { 12 } else { hour % 12 };
+
+    let mut out = String::new();
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut code = chars.next();
+        let unpadded = code == Some('-');
+        if unpadded {
+            code = chars.next();
+        }
+        let number = |value: i64, width: usize| {
+            if unpadded {
+                value.to_string()
+            } else {
+                format!("{value:0width$}")
+            }
+        };
+        match code {
+            Some('Y') => out.push_str(&year.to_string()),
+            Some('y') => out.push_str(&number(year.rem_euclid(100), 2)),
+            Some('m') => out.push_str(&number(month, 2)),
+            Some('d') => out.push_str(&number(day, 2)),
+            Some('e') => out.push_str(&format!("{day:2}")),
+            Some('j') => out.push_str(&number(day_of_year, 3)),
+            Some('H') => out.push_str(&number(hour, 2)),
+            Some('I') => out.push_str(&number(hour12, 2)),
+            Some('M') => out.push_str(&number(minute, 2)),
+            Some('S') => out.push_str(&number(second, 2)),
+            Some('p') => out.push_str(if hour < 12 { "AM" } else { "PM" }),
+            Some('B') => out.push_str(MONTHS[month as usize - 1]),
+            Some('b') => out.push_str(&MONTHS[month as usize - 1][..3]),
+            Some('A') => out.push_str(DAYS[weekday]),
+            Some('a') => out.push_str(&DAYS[weekday][..3]),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                if unpadded {
+                    out.push('-');
+                }
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
 }
 
 /// Python's `json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys)`,
@@ -1449,4 +1568,48 @@ fn python_split_whitespace(s: &str, limit: Option<usize>) -> Vec<&str> {
         rest = rest[end..].trim_start_matches(python_space);
     }
     parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strftime;
+
+    #[test]
+    fn strftime_writes_utc_as_python_does() {
+        // Each expected text is Python's time.strftime(FORMAT, time.gmtime(seconds)).
+        const FORMAT: &str = "%Y-%m-%d %H:%M:%S %y %j %b %B %a %A %p %I %e|%-d %-m %-H %% %Q";
+        let cases = [
+            (
+                0,
+                "1970-01-01 00:00:00 70 001 Jan January Thu Thursday AM 12  1|1 1 0 % %Q",
+            ),
+            (
+                951_782_400,
+                "2000-02-29 00:00:00 00 060 Feb February Tue Tuesday AM 12 29|29 2 0 % %Q",
+            ),
+            (
+                1_709_251_199,
+                "2024-02-29 23:59:59 24 060 Feb February Thu Thursday PM 11 29|29 2 23 % %Q",
+            ),
+            (
+                -86_400,
+                "1969-12-31 00:00:00 69 365 Dec December Wed Wednesday AM 12 31|31 12 0 % %Q",
+            ),
+            (
+                4_102_444_800,
+                "2100-01-01 00:00:00 00 001 Jan January Fri Friday AM 12  1|1 1 0 % %Q",
+            ),
+            (
+                1_735_779_661,
+                "2025-01-02 01:01:01 25 002 Jan January Thu Thursday AM 01  2|2 1 1 % %Q",
+            ),
+            (
+                253_402_300_799,
+                "9999-12-31 23:59:59 99 365 Dec December Fri Friday PM 11 31|31 12 23 % %Q",
+            ),
+        ];
+        for (seconds, expected) in cases {
+            assert_eq!(strftime(seconds, FORMAT), expected, "{seconds}");
+        }
+    }
 }

@@ -485,6 +485,7 @@ impl Gguf {
             token_types,
             merges: self.strings("tokenizer.ggml.merges")?,
             model: self.string("tokenizer.ggml.model")?.to_owned(),
+            // llama.cpp's name for a file without the key: GPT-2's split.
             pre: match has("tokenizer.ggml.pre") {
                 true => self.string("tokenizer.ggml.pre")?.to_owned(),
                 false => "default".to_owned(),
@@ -849,7 +850,10 @@ mod tests {
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (b"GGUX\x03\0\0\0".to_vec(), "not a GGUF file"),
             (b"GG".to_vec(), "truncated"),
-            (file(std::slice::from_ref(&ok_kv), &[], &[])[..30].to_vec(), "truncated"),
+            (
+                file(std::slice::from_ref(&ok_kv), &[], &[])[..30].to_vec(),
+                "truncated",
+            ),
             (
                 {
                     let mut b = file(&[], &[], &[]);
