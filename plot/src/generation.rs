@@ -13,10 +13,9 @@ use attention_lab::html;
 use crate::error::PlotError;
 use crate::font::text_size;
 use crate::head_view::pretty_token;
-use crate::paint::error_svg;
-use crate::scene::{svg_img, Scene};
+use crate::interactive::page;
+use crate::scene::Scene;
 
-const STYLE: &str = include_str!("../assets/view.css");
 /// The sliders and the play button in the bar above a view.
 const MORE_STYLE: &str = ".alab-view .alab-bar label { white-space: nowrap; }\n\
 .alab-view .alab-bar input[type=range] { vertical-align: middle; width: 130px; }\n\
@@ -243,44 +242,18 @@ pub(crate) struct Drawn {
     pub(crate) data: Vec<(&'static str, String)>,
 }
 
-/// The script as the notebook gets it: without its comment lines and indentation.
-fn compact(script: &str) -> String {
-    script
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// The view's HTML, or a small picture of the error's message.
 pub(crate) fn html(kind: &str, drawn: Result<Drawn, GenerationError>) -> String {
-    match drawn {
-        Ok(Drawn { scene, data }) => {
-            let mut attributes = String::new();
+    let mut attributes = String::new();
+    let scene = drawn
+        .map(|Drawn { scene, data }| {
             for (name, value) in data {
                 attributes.push_str(&format!(" data-{name}=\"{}\"", html::escape(&value)));
             }
-            format!(
-                "<div class=\"alab-view\" data-view=\"{kind}\"{attributes}>\n<style>{STYLE}{MORE_STYLE}</style>\n{}\n<script>{}</script>\n</div>\n",
-                svg_img(
-                    &scene.to_svg(Some(&format!("alab-{kind}"))),
-                    "alab-picture",
-                    &kind.replace('-', " ")
-                ),
-                compact(SCRIPT)
-            )
-        }
-        Err(e) => svg_img(&error_svg(&e.to_string()), "alab-figure", "plot error"),
-    }
-}
-
-/// Prints HTML as evcxr's `text/html` content.
-pub(crate) fn display(html: &str) {
-    println!(
-        "EVCXR_BEGIN_CONTENT text/html\n{}\nEVCXR_END_CONTENT",
-        html.trim_end()
-    );
+            scene
+        })
+        .map_err(|e| e.to_string());
+    page(kind, scene, &attributes, MORE_STYLE, SCRIPT)
 }
 
 /// Writes a file through the workspace's one writer (a temporary name, then a rename).
@@ -407,7 +380,7 @@ macro_rules! decoding_view {
             #[doc = concat!($example, ".evcxr_display(); // prints EVCXR_BEGIN_CONTENT text/html …")]
             /// ```
             pub fn evcxr_display(&self) {
-                $crate::generation::display(&self.to_html());
+                $crate::interactive::display(&self.to_html());
             }
 
             #[doc = concat!("Writes the static picture of the ", $what, "'s current settings as an SVG file, through a temporary name in the same folder and a rename.")]

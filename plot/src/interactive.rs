@@ -26,22 +26,35 @@ fn compact(script: &str) -> String {
 
 /// The view's HTML: the scene's SVG with the style and the script, or the error's message.
 fn html(kind: &str, scene: Result<Scene, PlotError>) -> String {
+    page(kind, scene.map_err(|e| e.to_string()), "", "", SCRIPT)
+}
+
+/// A view's page: `<div data-view=KIND ATTRIBUTES>` holding the views' style (and
+/// `more_style`), the scene's SVG and `script` compacted; or a small picture of the error's
+/// message. `attributes` are ` data-name="value"` pairs, already escaped.
+pub(crate) fn page(
+    kind: &str,
+    scene: Result<Scene, String>,
+    attributes: &str,
+    more_style: &str,
+    script: &str,
+) -> String {
     match scene {
         Ok(scene) => format!(
-            "<div class=\"alab-view\" data-view=\"{kind}\">\n<style>{STYLE}</style>\n{}\n<script>{}</script>\n</div>\n",
+            "<div class=\"alab-view\" data-view=\"{kind}\"{attributes}>\n<style>{STYLE}{more_style}</style>\n{}\n<script>{}</script>\n</div>\n",
             svg_img(
                 &scene.to_svg(Some(&format!("alab-{kind}"))),
                 "alab-picture",
                 &kind.replace('-', " ")
             ),
-            compact(SCRIPT)
+            compact(script)
         ),
-        Err(e) => svg_img(&error_svg(&e.to_string()), "alab-figure", "plot error"),
+        Err(e) => svg_img(&error_svg(&e), "alab-figure", "plot error"),
     }
 }
 
 /// Prints HTML as evcxr's `text/html` content.
-fn display(html: &str) {
+pub(crate) fn display(html: &str) {
     println!(
         "EVCXR_BEGIN_CONTENT text/html\n{}\nEVCXR_END_CONTENT",
         html.trim_end()
