@@ -265,7 +265,7 @@ impl Gguf {
             let kind = r.u32().map_err(&bad)?;
             let value = r
                 .value(kind, 0)
-                .map_err(|e| bad(format!("metadata {key}: {e}")))?;
+                .map_err(|e| bad(format!("metadata {}: {e}", shown(&key))))?;
             metadata.insert(key, value);
         }
         let alignment = match metadata.get("general.alignment") {
@@ -287,7 +287,8 @@ impl Gguf {
             let n_dims = r.u32().map_err(&bad)?;
             if n_dims == 0 || n_dims > MAX_DIMS {
                 return Err(bad(format!(
-                    "tensor {name}: {n_dims} dimensions; GGUF tensors have 1 to {MAX_DIMS}"
+                    "tensor {}: {n_dims} dimensions; GGUF tensors have 1 to {MAX_DIMS}",
+                    shown(&name)
                 )));
             }
             let dims = (0..n_dims)
@@ -301,7 +302,7 @@ impl Gguf {
         let mut tensors = Vec::with_capacity(table.len());
         for (name, dims, kind, offset) in table {
             let tensor = locate(&name, &dims, kind, offset, data_start, alignment, all.len())
-                .map_err(|e| bad(format!("tensor {name}: {e}")))?;
+                .map_err(|e| bad(format!("tensor {}: {e}", shown(&name))))?;
             tensors.push(tensor);
         }
         Ok(Gguf {
@@ -584,10 +585,21 @@ impl Gguf {
     pub(crate) fn tensor_error(&self, name: &str, problem: &str) -> ModelError {
         ModelError::Tensor {
             path: self.path.clone(),
-            name: name.to_owned(),
+            name: shown(name),
             problem: problem.to_owned(),
         }
     }
+}
+
+/// A name from the file as a message shows it: control characters escaped, so that a key or
+/// a tensor name cannot break the message's one line.
+fn shown(name: &str) -> String {
+    name.chars()
+        .flat_map(|c| match c.is_control() {
+            true => c.escape_default().collect::<Vec<_>>(),
+            false => vec![c],
+        })
+        .collect()
 }
 
 /// Where a tensor's data lies, checked: a known type, whole blocks a row, a size that does
@@ -921,6 +933,12 @@ mod tests {
             assert!(err.contains(want), "{err:?} should say {want:?}");
             assert!(!err.contains('\n'), "{err:?}");
         }
+        // Found by the fuzzer: a key holding a newline, in a message that must stay one line.
+        let err = parse(file(&[("gener\nal.x", 2149, vec![])], &[], &[])).unwrap_err();
+        assert!(
+            err.contains("metadata gener\\nal.x: value type 2149"),
+            "{err}"
+        );
         let mut bytes = file(&[], &[], &[]);
         bytes[4..8].copy_from_slice(&4u32.to_le_bytes());
         assert!(parse(bytes).unwrap_err().contains("GGUF version 4"));
