@@ -20,13 +20,10 @@ use std::sync::Arc;
 
 use crate::chat::GgufVocab;
 use crate::error::ModelError;
-use crate::quant::{BlockType, QuantMatrix};
+use crate::quant::{BlockType, Bytes, QuantMatrix};
 
 /// The most dimensions a GGUF tensor has (ggml's `GGML_MAX_DIMS`).
 const MAX_DIMS: u32 = 4;
-
-/// A file's bytes, mapped (or in memory), shared by the tensors that point into it.
-pub(crate) type Bytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
 /// A metadata value.
 ///

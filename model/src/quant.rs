@@ -13,7 +13,8 @@ use attention_lab::linear::Packed;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
 
-use crate::gguf::Bytes;
+/// A file's bytes, mapped (or in memory), shared by the matrices that point into it.
+pub(crate) type Bytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
 /// How a tensor's values are stored.
 ///
