@@ -157,7 +157,7 @@ fn a_missing_subcommand_is_named_with_the_choices() {
         (
             &[][..],
             "error: attention-lab: a subcommand is missing: replay, show, solve, exercise, grade, \
-             lab, hub, kernel, encode (attention-lab --help says more)\n",
+             lab, hub, kernel, encode, generate (attention-lab --help says more)\n",
         ),
         (
             &["kernel"][..],
