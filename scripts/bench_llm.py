@@ -10,7 +10,9 @@ Each measurement is a fresh process (the example, or this script with --worker) 
 gets torch.set_num_threads and OMP_NUM_THREADS): it loads the model (timed), then --runs times
 (2 unless told) a prefill of the same 128 ids (PROMPT below, = the example's) and 64 tokens
 picked greedily (argmax, the first on a tie), each fed back in on the model's own KV cache.
-Tokens per second: from the first new token to the 64th (63 steps, each a one-token pass on
+Both prefills compute the LM head for the last position only (ours since 8af94e0;
+transformers with logits_to_keep=1, as its generate() does). Tokens per second: from the first
+new token to the 64th (63 steps, each a one-token pass on
 the cache and its pick). The first run of a process is its "cold" one (first touches, lazy
 initialisation); the table's prefill and tokens/s are the last run's. The implementations take
 turns, round after round, so that a busy spell of the machine (another engineer's build) falls
@@ -23,17 +25,20 @@ disturbed try is kept.
 
 Memory, in each process: VmRSS before the load (for Python: after importing torch and
 transformers), after it and after the first run with its outputs still held (ours holds the
-prefill's DecoderOutput, every block's intermediates and the 128 x 49152 logits, and the KV
-cache; transformers' the prefill's logits and its DynamicCache), /proc/self/smaps_rollup at each
+prefill's DecoderOutput, every block's intermediates and the last row's logits, and the KV
+cache; transformers' the prefill's last logits and its DynamicCache), /proc/self/smaps_rollup at each
 (Pss, Anonymous: the weights of ours are a shared file mapping, counted whole in Rss but split
 in Pss between the processes that map it), and the peak (VmHWM) at the end.
 
-Then, unless --students 0, a class: N (30) processes of the example on the machine's cores,
-each loading the model, prefilling and generating, then holding its outputs (--hold) while
-their smaps_rollup are summed (Rss, Pss, Pss_Anon, Anonymous) and /proc/meminfo is read
-(used = MemTotal - MemFree - Buffers - Cached - SReclaimable, as free(1) counts it, and
-MemTotal - MemAvailable) before they start and while they all hold. Every process started here
-dies with this script (PR_SET_PDEATHSIG, and --hold ends when its standard input closes).
+Then one more process of ours (2 threads) with --drop-prefill: a kernel that keeps only the
+new ids and the cache, not the prefill's intermediates. And, unless --students 0, a class: N
+(30) processes of the example on the machine's cores, each loading the model, prefilling and
+generating, then holding its outputs (--hold; once with the prefill's output held, once
+dropped, --class-states) while their smaps_rollup are summed (Rss, Pss, Pss_Anon, Anonymous)
+and /proc/meminfo is read (used = MemTotal - MemFree - Buffers - Cached - SReclaimable, as
+free(1) counts it, and MemTotal - MemAvailable) before they start and while they all hold.
+Every process started here dies with this script (PR_SET_PDEATHSIG, and --hold ends when its
+standard input closes).
 
 Writes bench/llm.json: one record per CPU kind (the kind as bench_attention.py names it; other
 kinds' records stay), and prints a Markdown table for BENCHMARKS.md.
@@ -162,7 +167,7 @@ def torch_worker(impl, path, threads, runs, new):
         held = None  # the previous run's outputs and cache
         with torch.no_grad():
             start = time.perf_counter()
-            prefill = model(prompt, use_cache=True)
+            prefill = model(prompt, use_cache=True, logits_to_keep=1)
             prefill_ms = (time.perf_counter() - start) * 1e3
             ids = [int(torch.argmax(prefill.logits[0, -1]))]
             at = [time.perf_counter()]
@@ -240,11 +245,11 @@ def wait_quiet(share, timeout, window=2.0):
             return busy, time.time() - started
 
 
-def measure(impl, threads, args, binary, path):
+def measure(impl, threads, args, binary, path, extra=()):
     """One process; its output, with the conditions it ran in: the machine's busy share before
     it, and the CPU time other processes took while it ran (a share of every CPU)."""
     if impl == "ours":
-        cmd = [str(binary), str(path), "--runs", str(args.runs), "--new", str(args.new)]
+        cmd = [str(binary), str(path), "--runs", str(args.runs), "--new", str(args.new), *extra]
     else:
         cmd = [sys.executable, __file__, "--worker", impl, "--model", str(path),
                "--threads", str(threads), "--runs", str(args.runs), "--new", str(args.new)]
@@ -300,7 +305,7 @@ def summarise(got):
     }
 
 
-def students(binary, path, n, new, threads):
+def students(binary, path, n, new, threads, extra=()):
     """n processes of the example with --hold on the machine's cores: their memory summed while
     they all hold, and the machine's before and then."""
     procs, lines = [], {}
@@ -310,7 +315,7 @@ def students(binary, path, n, new, threads):
         for _ in range(n):
             procs.append(subprocess.Popen(
                 ["taskset", "-c", cores(threads), str(binary), str(path), "--new", str(new),
-                 "--hold"],
+                 "--hold", *extra],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 env=thread_env(threads), preexec_fn=die_with_parent))
         deadline = time.time() + 3600
@@ -400,6 +405,8 @@ def main():
                         help="measure again when others took more than this share of the CPUs")
     parser.add_argument("--retries", type=int, default=3, help="at most this many times (the "
                         "least disturbed measurement kept)")
+    parser.add_argument("--class-states", default="held,dropped",
+                        help="the class test with each student's prefill output held, dropped")
     parser.add_argument("--model", help="the GGUF file")
     parser.add_argument("--binary", type=pathlib.Path, help="the example, built already")
     parser.add_argument("--only", help="comma-separated implementations (default: all three)")
@@ -476,11 +483,21 @@ def main():
         record["ours_live_bytes"] = {"prefill_output": g["prefill_output_bytes"],
                                      "kv_cache": g["kv_cache_bytes"],
                                      "weights_mapped": g["weight_bytes"]}
+    if "ours" in impls:
+        # One kernel that keeps only the new ids: the prefill's output dropped once timed.
+        g = measure("ours", THREADS[-1], args, binary, path, extra=["--drop-prefill"])
+        record["ours_prefill_dropped"] = {"memory_kib": g["memory_kib"],
+                                          "conditions": g["conditions"]}
     if args.students and "ours" in impls:
-        print(f"class: {args.students} processes of the example, --hold", file=sys.stderr)
-        quiet, waited = wait_quiet(args.quiet, args.quiet_timeout)
-        record["class"] = students(binary, path, args.students, args.new, THREADS[-1])
-        record["class"]["busy_before"], record["class"]["waited_s"] = quiet, waited
+        record["class"] = {}
+        for state in args.class_states.split(","):
+            print(f"class: {args.students} processes of the example, --hold, prefill output "
+                  f"{state}", file=sys.stderr)
+            quiet, waited = wait_quiet(args.quiet, args.quiet_timeout)
+            extra = ["--drop-prefill"] if state == "dropped" else []
+            k = students(binary, path, args.students, args.new, THREADS[-1], extra)
+            k["busy_before"], k["waited_s"] = quiet, waited
+            record["class"][state] = k
     record["load_after"] = os.getloadavg()
 
     c = record["cpu"]
@@ -502,25 +519,29 @@ def main():
               f"f32 agrees for the first {record.get('ids_f32_agree_with_ours')} of {args.new}")
     if "ours" in impls:
         s = record["threads"][str(THREADS[-1])]["ours"]
-        g = s["rounds"][0]["memory_kib"]
         live = record["ours_live_bytes"]
-        print(f"\nOne kernel (ours, {THREADS[-1]} threads): RSS {mib(g['before_load']['VmRSS']):.0f} MiB "
-              f"before the load, {mib(g['loaded']['VmRSS']):.0f} loaded, "
-              f"{mib(g['generated']['VmRSS']):.0f} after prefill + {args.new} tokens "
-              f"(growth {s['growth_mib']:.0f} MiB; peak {s['peak_mib']:.0f}); then Pss "
-              f"{mib(g['generated'].get('Pss', 0)):.0f}, Pss_File {mib(g['generated'].get('Pss_File', 0)):.0f}, "
-              f"Anonymous {mib(g['generated'].get('Anonymous', 0)):.0f}, Private "
-              f"{mib(g['generated'].get('Private_Clean', 0) + g['generated'].get('Private_Dirty', 0)):.0f} MiB; "
+        print(f"\nOne kernel (ours, {THREADS[-1]} threads), load + prefill + {args.new} tokens; "
               f"held: prefill output {live['prefill_output'] / 2**20:.0f} MiB, KV cache "
-              f"{live['kv_cache'] / 2**20:.1f} MiB; weights mapped {live['weights_mapped'] / 2**20:.0f} MiB")
-    if "class" in record:
-        k = record["class"]
-        print(f"\n{k['students']} students (each {k['threads_each']} threads, holding): sum of Rss "
-              f"{k['sum_mib']['Rss']:.0f} MiB, Pss {k['sum_mib']['Pss']:.0f}, Pss_Anon "
-              f"{k['sum_mib']['Pss_Anon']:.0f}, Anonymous {k['sum_mib']['Anonymous']:.0f} "
-              f"({k['per_student_mib']['Pss']:.1f} MiB Pss a student); the machine's used memory "
-              f"+{k['used_delta_mib']:.0f} MiB (MemTotal - MemAvailable "
-              f"+{k['total_minus_available_delta_mib']:.0f}); all holding after "
+              f"{live['kv_cache'] / 2**20:.1f} MiB; weights mapped "
+              f"{live['weights_mapped'] / 2**20:.0f} MiB")
+        print("| state | RSS before load | loaded | after | growth | Pss | Pss_File | Anonymous "
+              "| peak (VmHWM) |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        states = [("prefill output held", s["rounds"][0]["memory_kib"]),
+                  ("prefill output dropped", record["ours_prefill_dropped"]["memory_kib"])]
+        for name, g in states:
+            b, l, e = g["before_load"], g["loaded"], g["generated"]
+            print(f"| {name} | {mib(b['VmRSS']):.0f} | {mib(l['VmRSS']):.0f} | "
+                  f"{mib(e['VmRSS']):.0f} | {mib(e['VmRSS'] - b['VmRSS']):.0f} | "
+                  f"{mib(e.get('Pss', 0)):.0f} | {mib(e.get('Pss_File', 0)):.0f} | "
+                  f"{mib(e.get('Anonymous', 0)):.0f} | {mib(g['peak_rss']):.0f} |")
+    for state, k in record.get("class", {}).items():
+        print(f"\n{k['students']} students, prefill output {state} (each {k['threads_each']} "
+              f"threads, holding): sum of Rss {k['sum_mib']['Rss']:.0f} MiB, Pss "
+              f"{k['sum_mib']['Pss']:.0f}, Pss_Anon {k['sum_mib']['Pss_Anon']:.0f}, Anonymous "
+              f"{k['sum_mib']['Anonymous']:.0f} ({k['per_student_mib']['Pss']:.1f} MiB Pss a "
+              f"student); the machine's used memory +{k['used_delta_mib']:.0f} MiB (MemTotal - "
+              f"MemAvailable +{k['total_minus_available_delta_mib']:.0f}); all holding after "
               f"{k['seconds_until_all_hold']:.0f} s; same ids: {k['same_ids']}")
     if args.json:
         args.json = pathlib.Path(args.json)

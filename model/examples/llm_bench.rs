@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo run --release -p attention-lab-model --example llm_bench -- [MODEL.gguf] \
-//!     [--runs R] [--new N] [--hold]
+//!     [--runs R] [--new N] [--hold] [--drop-prefill]
 //! ```
 //!
 //! The model is the path given, else `$ATTENTION_LAB_SMOLLM`. Threads: as many as the process
@@ -14,7 +14,7 @@
 //!
 //! Prints one JSON line: the load's time, every run's prefill (ms), steps (ms), tokens per
 //! second and new ids; the bytes of the first run's prefill output (every block's
-//! intermediates and the 128 x 49152 logits) and of its KV cache; and memory in KiB: `VmRSS`
+//! intermediates and the last row's logits) and of its KV cache; and memory in KiB: `VmRSS`
 //! before the load, after it and after the first run (its prefill's output and its cache
 //! still held, as a notebook's variables would hold them), at each the fields of
 //! `/proc/self/smaps_rollup` (`Rss`, `Pss`, `Pss_Anon`, `Pss_File`, `Private_Clean`,
@@ -22,8 +22,10 @@
 //! mapped file's pages, shared by every process that maps it: `Pss` and `Anonymous` say what
 //! one more process costs.
 //!
-//! With `--hold`, it then waits, the last run's prefill output and cache still held, until
-//! its standard input closes (the bench's 30 students: their memory read from outside).
+//! `--drop-prefill`: each prefill's output is dropped once timed (a notebook that keeps only
+//! the new ids), so the cache alone is held. `--hold`: once the line is printed, it waits
+//! until its standard input closes, the last run's outputs still held (the bench's 30
+//! students, whose memory is read from outside).
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -47,7 +49,7 @@ pub const PROMPT: [usize; 128] = [
     48401, 288, 28, 4335, 351, 260, 808, 4070,
 ];
 
-const USAGE: &str = "usage: llm_bench [MODEL.gguf] [--runs R] [--new N] [--hold] \
+const USAGE: &str = "usage: llm_bench [MODEL.gguf] [--runs R] [--new N] [--hold] [--drop-prefill] \
                      (the model: the path given, else $ATTENTION_LAB_SMOLLM)";
 
 fn main() -> ExitCode {
@@ -66,10 +68,11 @@ struct Options {
     runs: usize,
     new: usize,
     hold: bool,
+    drop_prefill: bool,
 }
 
 fn options(args: &[String]) -> Result<Options, String> {
-    let (mut path, mut runs, mut new, mut hold) = (None, 1, 64, false);
+    let (mut path, mut runs, mut new, mut hold, mut drop_prefill) = (None, 1, 64, false, false);
     let mut args = args.iter();
     let count = |flag: &str, value: Option<&String>| -> Result<usize, String> {
         value
@@ -82,6 +85,7 @@ fn options(args: &[String]) -> Result<Options, String> {
             "--runs" => runs = count("--runs", args.next())?,
             "--new" => new = count("--new", args.next())?,
             "--hold" => hold = true,
+            "--drop-prefill" => drop_prefill = true,
             flag if flag.starts_with("--") => return Err(format!("unknown flag {flag}; {USAGE}")),
             file if path.is_none() => path = Some(PathBuf::from(file)),
             _ => return Err(USAGE.to_string()),
@@ -95,6 +99,7 @@ fn options(args: &[String]) -> Result<Options, String> {
         runs,
         new,
         hold,
+        drop_prefill,
     })
 }
 
@@ -117,6 +122,8 @@ fn run(args: &[String]) -> Result<(), String> {
             .generation(&PROMPT, Sampling::Greedy)
             .map_err(|e| e.to_string())?;
         let prefill_ms = ms(start);
+        let prefill_bytes = output_bytes(&prefill);
+        let prefill = (!o.drop_prefill).then_some(prefill);
         let mut ids = Vec::with_capacity(o.new);
         let mut at = Vec::with_capacity(o.new); // when each new token's pass is done
         for _ in 0..o.new {
@@ -146,7 +153,7 @@ fn run(args: &[String]) -> Result<(), String> {
         ));
         if r == 0 {
             generated = Some(Memory::now());
-            live = (output_bytes(&prefill), steps.cache().bytes());
+            live = (prefill_bytes, steps.cache().bytes());
         }
         held = Some((prefill, steps));
     }
