@@ -1,8 +1,9 @@
 //! The cache's own writes: folders and files that nobody but their owner may write, whatever
-//! the umask, and files replaced whole or not at all.
+//! the umask, and files replaced whole or not at all; and its reads, which never take more
+//! than a cap, whatever size a file claims.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
@@ -70,4 +71,43 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     written
+}
+
+/// Reads the open file `file` whole when it holds at most `cap` bytes. Its size is checked
+/// before anything is read, and no more than `cap + 1` bytes are ever read or allocated: a
+/// sparse file of 100 GB (or one that grows meanwhile) is an error, not an abort.
+///
+/// ```
+/// use std::io::Write;
+/// let mut file = tempfile::tempfile()?;
+/// file.write_all(b"manifest")?;
+/// use std::io::Seek;
+/// file.rewind()?;
+/// assert_eq!(attention_lab_cells::files::read_capped(&mut file, 8)?, b"manifest");
+/// file.set_len(100 << 30)?;
+/// let e = attention_lab_cells::files::read_capped(&mut file, 8).unwrap_err();
+/// assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// # Errors
+/// The file is larger than `cap`, or cannot be read.
+pub fn read_capped(file: &mut fs::File, cap: u64) -> io::Result<Vec<u8>> {
+    let too_large = |len: u64| {
+        io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!("{len} bytes, more than the {cap} expected"),
+        )
+    };
+    let len = file.metadata()?.len();
+    if len > cap {
+        return Err(too_large(len));
+    }
+    // `len <= cap`: the capacity is bounded by the caller's cap, not by the file.
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
 }

@@ -146,6 +146,10 @@ pub fn file_digest(path: &Path) -> io::Result<Digest32> {
     }
 }
 
+/// The largest memo of `rustc -vV` read (it prints about 300 bytes): a larger file, even a
+/// sparse one, is asked again.
+const MEMO_CAP: u64 = 64 << 10;
+
 /// What `rustc -vV` prints for the compiler at `rustc`.
 ///
 /// Running it costs about as much as a cache hit, so the answer is remembered in `memo` (a
@@ -156,7 +160,11 @@ pub fn file_digest(path: &Path) -> io::Result<Digest32> {
 /// The compiler cannot be run, or fails.
 pub fn rustc_identity(rustc: &Path, memo: Option<&Path>) -> io::Result<String> {
     let memo_file = memo.and_then(|dir| Some(dir.join(file_identity(rustc).ok()?.to_string())));
-    if let Some(text) = memo_file.as_ref().and_then(|f| fs::read_to_string(f).ok()) {
+    let remembered = memo_file.as_ref().and_then(|f| {
+        let mut file = fs::File::open(f).ok()?;
+        String::from_utf8(crate::files::read_capped(&mut file, MEMO_CAP).ok()?).ok()
+    });
+    if let Some(text) = remembered {
         if let Some(text) = text.strip_prefix(FORMAT).and_then(|t| t.strip_prefix('\n')) {
             return Ok(text.to_owned());
         }
@@ -233,6 +241,16 @@ mod tests {
         assert_eq!(rustc_identity(&fake, Some(&memo)).unwrap(), "rustc 1.0\n");
         assert_eq!(fs::read_dir(&memo).unwrap().count(), 1);
         assert_eq!(rustc_identity(&fake, Some(&memo)).unwrap(), "rustc 1.0\n");
+        // A memo grown sparse to 100 GB is not read: rustc is asked again, and the memo
+        // rewritten.
+        let remembered = fs::read_dir(&memo).unwrap().next().unwrap().unwrap().path();
+        let grown = fs::OpenOptions::new()
+            .write(true)
+            .open(&remembered)
+            .unwrap();
+        grown.set_len(100 << 30).unwrap();
+        assert_eq!(rustc_identity(&fake, Some(&memo)).unwrap(), "rustc 1.0\n");
+        assert!(fs::metadata(&remembered).unwrap().len() < MEMO_CAP);
         // Replaced in place (as an update does): a new file, asked again.
         let next = dir.path().join("rustc.new");
         crate::files::write_new(&next, script("2.0").as_bytes()).unwrap();

@@ -17,7 +17,8 @@
 //! for the cell, so the key always sees the dependency the cell is linked with.
 //!
 //! Nothing in the cache can fail a cell: a store that is missing, full, read-only or not
-//! trusted, or an entry that fails a check, only means compiling as before, with one line of
+//! trusted, or an entry that fails a check (or is larger than an entry may be, say a sparse
+//! file: nothing past the caps is read), only means compiling as before, with one line of
 //! warning per kernel ([`LOG_VAR`]). Each lookup adds a line to `cells.log` in the build folder
 //! (see [`Trace`]).
 //!

@@ -14,15 +14,33 @@
 //! writable by anyone else (a folder such as `/tmp`, writable by all but sticky, may be on
 //! the way). On a hub, the lessons' entries are root's and every student's own are in their
 //! private home, so no student can write a file that another student's kernel loads.
+//!
+//! Nor does a kernel read more than an entry should hold: a manifest up to [`MAX_MANIFEST`],
+//! each file up to the length its manifest records (at most [`MAX_FILE`]). A larger or
+//! sparse file is a corrupt entry, and the cell compiles as before.
 
 use crate::entry::{Entry, Manifest};
-use crate::files::{make_private_dir, write_file};
+use crate::files::{make_private_dir, read_capped, write_file};
 use crate::key::Digest32;
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
+
+/// The largest `manifest.json` read or written: a lesson's is about 115 KB (rustc's
+/// messages, as JSON).
+///
+/// ```
+/// assert!(attention_lab_cells::store::MAX_MANIFEST >= 1 << 20);
+/// ```
+pub const MAX_MANIFEST: u64 = 16 << 20;
+/// The largest file of an entry read or written: a lesson's library is about 7 MB.
+///
+/// ```
+/// assert!(attention_lab_cells::store::MAX_FILE > attention_lab_cells::store::MAX_MANIFEST);
+/// ```
+pub const MAX_FILE: u64 = 256 << 20;
 
 /// A folder of entries.
 ///
@@ -97,17 +115,23 @@ impl Store {
             Ok(_) => {}
         }
         trusted_folders(&dir)?;
-        let read = |name: &str| read_trusted(&dir.join(name));
-        let manifest: Manifest = serde_json::from_slice(&read("manifest.json")?)
-            .map_err(|e| Refused::Corrupt(format!("{}/manifest.json: {e}", dir.display())))?;
+        let corrupt = |why: String| Refused::Corrupt(format!("{}: {why}", dir.display()));
+        let manifest: Manifest =
+            serde_json::from_slice(&read_trusted(&dir.join("manifest.json"), MAX_MANIFEST)?)
+                .map_err(|e| corrupt(format!("manifest.json: {e}")))?;
         if manifest.key != key.to_string() {
-            return Err(Refused::Corrupt(format!(
-                "{}: holds another key",
-                dir.display()
-            )));
+            return Err(corrupt("holds another key".into()));
         }
-        let bytes = (0..manifest.files.len())
-            .map(|i| read(&i.to_string()))
+        let bytes = (manifest.files.iter().enumerate())
+            .map(|(i, file)| {
+                if file.len > MAX_FILE {
+                    return Err(corrupt(format!(
+                        "{}: {} bytes recorded, more than the {MAX_FILE} a file may hold",
+                        file.name, file.len
+                    )));
+                }
+                read_trusted(&dir.join(i.to_string()), file.len)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let entry = Entry { manifest, bytes };
         entry
@@ -128,8 +152,26 @@ impl Store {
     /// kernel's, just written) is kept.
     ///
     /// # Errors
-    /// The folder cannot be made or written (read-only, full, deleted midway).
+    /// The folder cannot be made or written (read-only, full, deleted midway); a file or the
+    /// manifest is over its cap ([`MAX_FILE`], [`MAX_MANIFEST`]).
     pub fn save(&self, key: &Digest32, entry: &Entry) -> io::Result<()> {
+        let manifest = serde_json::to_vec_pretty(&entry.manifest).map_err(io::Error::other)?;
+        // What no kernel would read back is not written.
+        let largest = entry
+            .bytes
+            .iter()
+            .map(|b| b.len() as u64)
+            .max()
+            .unwrap_or(0);
+        if manifest.len() as u64 > MAX_MANIFEST || largest > MAX_FILE {
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!(
+                    "a file of {largest} bytes or a manifest of {} bytes, over the store's caps",
+                    manifest.len()
+                ),
+            ));
+        }
         for dir in [&self.root, &self.entries(), &self.root.join("tmp")] {
             make_private_dir(dir)?;
         }
@@ -146,7 +188,6 @@ impl Store {
             for (i, bytes) in entry.bytes.iter().enumerate() {
                 write_file(&tmp.join(i.to_string()), bytes)?;
             }
-            let manifest = serde_json::to_vec_pretty(&entry.manifest).map_err(io::Error::other)?;
             write_file(&tmp.join("manifest.json"), &manifest)?;
             write_file(&tmp.join("used"), b"")?;
             fs::rename(&tmp, self.entry_dir(key))
@@ -282,8 +323,9 @@ fn trusted_folders(dir: &Path) -> Result<(), Refused> {
     Ok(())
 }
 
-/// Reads a file of an entry: a regular file (never through a symlink), trusted.
-fn read_trusted(path: &Path) -> Result<Vec<u8>, Refused> {
+/// Reads a file of an entry: a regular file (never through a symlink), trusted, of at most
+/// `cap` bytes (a larger one is corrupt, and is not read).
+fn read_trusted(path: &Path, cap: u64) -> Result<Vec<u8>, Refused> {
     let untrusted = |why: String| Refused::Untrusted(format!("{}: {why}", path.display()));
     let mut file = fs::OpenOptions::new()
         .read(true)
@@ -298,10 +340,10 @@ fn read_trusted(path: &Path) -> Result<Vec<u8>, Refused> {
         return Err(untrusted("not a regular file".into()));
     }
     trusted_meta(&meta, false).map_err(untrusted)?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut bytes)
-        .map_err(|e| untrusted(e.to_string()))?;
-    Ok(bytes)
+    read_capped(&mut file, cap).map_err(|e| match e.kind() {
+        io::ErrorKind::FileTooLarge => Refused::Corrupt(format!("{}: {e}", path.display())),
+        _ => untrusted(e.to_string()),
+    })
 }
 
 #[cfg(test)]
@@ -348,6 +390,18 @@ mod tests {
         // Saving again (another kernel) keeps the first.
         store.save(&key, &entry(&key, b"lib")).unwrap();
         assert_eq!(fs::read_dir(store.root().join("tmp")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn an_entry_over_the_caps_is_not_written() {
+        let dir = private_tempdir();
+        let store = Store::new(dir.path().join("cells"));
+        let key = Digest32::of(b"a");
+        let mut large = entry(&key, b"lib");
+        large.manifest.stderr = "x".repeat(MAX_MANIFEST as usize);
+        let e = store.save(&key, &large).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::FileTooLarge);
+        assert_eq!(store.load(&key), Ok(None));
     }
 
     #[test]

@@ -94,12 +94,7 @@ fn a_student_cannot_write_the_shared_store() {
     let lab = Lab::new();
     teacher_compiled(&lab);
     let store = lab.store_dir("ann");
-    let entry = fs::read_dir(store.join("entries"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let (entry, _) = stored_library(&store);
     // As a student: a new entry, a changed library, a renamed entry, a removed one.
     let attempts = [
         format!("mkdir '{}/entries/planted'", store.display()),
@@ -198,16 +193,7 @@ fn corrupted_or_truncated_entries_are_compiled_again_and_replaced() {
     let cache = lab.cache("ann");
     let cell = lab.cell("ann", &[]);
     assert_eq!(lab.how(&cache, &cell), COMPILED);
-    let entry = fs::read_dir(lab.store_dir("ann").join("entries"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let library = (0..2)
-        .map(|i| entry.join(i.to_string()))
-        .find(|p| fs::read(p).unwrap().starts_with(b"\x7fELF"))
-        .unwrap();
+    let (entry, library) = stored_library(&lab.store_dir("ann"));
     let damage: [(&str, &dyn Fn()); 4] = [
         ("a flipped byte", &|| {
             let mut bytes = fs::read(&library).unwrap();
@@ -238,6 +224,89 @@ fn corrupted_or_truncated_entries_are_compiled_again_and_replaced() {
         assert_eq!(answer(&lab.library_path(&cell)), 1, "{what}");
         let again = cache.compile(&lab.rustc, &cell);
         assert_eq!(again.how, lab.loaded("ann"), "{what}: replaced");
+    }
+}
+
+/// The folder of the one entry in `store`, and its stored library.
+fn stored_library(store: &Path) -> (PathBuf, PathBuf) {
+    let entry = fs::read_dir(store.join("entries"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let library = (0..2)
+        .map(|i| entry.join(i.to_string()))
+        .find(|p| fs::read(p).unwrap().starts_with(b"\x7fELF"))
+        .unwrap();
+    (entry, library)
+}
+
+/// Makes `path` a sparse file of 100 GB, its first bytes kept.
+fn grow_sparse(path: &Path) {
+    let file = fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.set_len(100 << 30).unwrap();
+}
+
+#[test]
+fn oversized_or_sparse_entries_are_compiled_again_with_one_line() {
+    let lab = Lab::new();
+    let cache = lab.cache("ann");
+    let cell = lab.cell("ann", &[]);
+    assert_eq!(lab.how(&cache, &cell), COMPILED);
+    let store = lab.store_dir("ann");
+    let shared = Cache::new(None, vec![Store::new(&store)], 1 << 30);
+    let recorded_large = |entry: &Path, library: &Path| {
+        grow_sparse(library);
+        let index = library.file_name().unwrap().to_str().unwrap();
+        let path = entry.join("manifest.json");
+        let mut manifest: serde_json::Value =
+            serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        manifest["files"][index.parse::<usize>().unwrap()]["len"] = (100u64 << 30).into();
+        fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    };
+    // What each case does to the entry (its folder, its library), and the line it gives.
+    type Damage<'a> = &'a dyn Fn(&Path, &Path);
+    let cases: [(&str, Damage, &str); 3] = [
+        (
+            "a sparse manifest",
+            &|entry, _| grow_sparse(&entry.join("manifest.json")),
+            "manifest.json: 107374182400 bytes, more than the 16777216 expected",
+        ),
+        (
+            "a sparse library",
+            &|_, library| grow_sparse(library),
+            "107374182400 bytes, more than the",
+        ),
+        (
+            "a sparse library its manifest records",
+            &recorded_large,
+            "libctx.so: 107374182400 bytes recorded, more than the 268435456 a file may hold",
+        ),
+    ];
+    for (what, damage, says) in cases {
+        let (entry, library) = stored_library(&store);
+        damage(&entry, &library);
+        // A store the kernel cannot repair (a hub's shared one) is read, refused, kept.
+        let outcome = shared.compile(&lab.rustc, &cell);
+        assert_eq!(outcome.how, How::Compiled { stored: false }, "{what}");
+        assert_eq!(outcome.status, 0, "{what}");
+        assert_eq!(outcome.trouble.len(), 1, "{what}: {:?}", outcome.trouble);
+        let line = &outcome.trouble[0];
+        assert!(
+            line.contains("corrupt") && line.contains(says) && !line.contains('\n'),
+            "{what}: {line}"
+        );
+        assert_eq!(answer(&lab.library_path(&cell)), 1, "{what}");
+        // The own store's is compiled again and replaced.
+        let outcome = cache.compile(&lab.rustc, &cell);
+        assert_eq!(outcome.how, COMPILED, "{what}");
+        assert_eq!(outcome.trouble.len(), 1, "{what}: {:?}", outcome.trouble);
+        assert_eq!(
+            lab.how(&cache, &cell),
+            lab.loaded("ann"),
+            "{what}: replaced"
+        );
     }
 }
 
