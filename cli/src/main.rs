@@ -11,7 +11,7 @@ fn main() -> ExitCode {
     install_panic_hook();
     // `kernel serve` re-executes this binary as evcxr_jupyter's `--control_file FILE`.
     if let Some(status) = kernel::serve_if_asked() {
-        return ExitCode::from(status);
+        return status;
     }
     attention_lab_cli::run()
 }

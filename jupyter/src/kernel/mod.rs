@@ -6,11 +6,12 @@ pub mod server;
 
 use attention_lab_io::cache::home;
 pub use attention_lab_io::cache::{cache_dir, CACHE_VAR};
-use attention_lab_io::error::{io_text, print, warn, write_file, Error, Result};
+use attention_lab_io::error::{io_text, print, report, write_file, Error, Result};
 use attention_lab_io::problem;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 /// The kernelspec's folder name: our own, so evcxr's `rust` kernelspec is never touched.
 pub const KERNEL_NAME: &str = "attention-lab-rust";
@@ -87,8 +88,19 @@ pub fn run(action: Action) -> Result<u8> {
 }
 
 /// When this process was started by `kernel serve` as `attention-lab --control_file FILE`,
-/// serves the kernel and returns its exit status; otherwise returns `None`.
-pub fn serve_if_asked() -> Option<u8> {
+/// serves the kernel and returns its exit status; otherwise returns `None`. A kernel that
+/// cannot serve (an unreadable connection file, a port taken) says why in one line,
+/// `error: ...`, as every subcommand does, and ends with status 2.
+///
+/// ```no_run
+/// fn main() -> std::process::ExitCode {
+///     if let Some(status) = attention_lab_jupyter::kernel::serve_if_asked() {
+///         return status;
+///     }
+///     std::process::ExitCode::SUCCESS // ... the other subcommands
+/// }
+/// ```
+pub fn serve_if_asked() -> Option<ExitCode> {
     let mut args = std::env::args_os().skip(1);
     if args.next()? != "--control_file" || std::env::var_os(SERVE_MARKER).is_none() {
         return None;
@@ -96,11 +108,8 @@ pub fn serve_if_asked() -> Option<u8> {
     let control_file = PathBuf::from(args.next()?);
     return_freed_memory();
     Some(match server::serve(&control_file) {
-        Ok(()) => 0,
-        Err(error) => {
-            warn(&format!("attention-lab kernel: {error}"));
-            error.status()
-        }
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => report(&error),
     })
 }
 
