@@ -34,12 +34,14 @@ pub struct Options {
 }
 
 /// Runs `attention-lab lab`; returns JupyterLab's exit status (128 + N when a signal N killed
-/// it). SIGINT, SIGTERM or SIGHUP sent to `lab` stop JupyterLab and its kernels, then end
+/// it). Its kernels listen on Unix sockets in a folder only this user can enter
+/// ([`jupyter_command`]). SIGINT, SIGTERM or SIGHUP sent to `lab` stop JupyterLab and its kernels, then end
 /// `lab` by that same signal, as a script that runs it expects (a shell shows 130, 143, 129).
 /// Either way nothing is left serving on the port.
 ///
 /// # Errors
-/// No such folder, a busy port, no Python, a failed install, a failing stdout.
+/// No such folder, a busy port, a runtime folder that is not the user's own
+/// ([`private_runtime_dir`]), no Python, a failed install, a failing stdout.
 pub fn run(args: Options) -> Result<u8> {
     let args = &args;
     if !args.dir.is_dir() {
@@ -60,53 +62,22 @@ pub fn run(args: Options) -> Result<u8> {
     process::become_subreaper();
     process::catch_stop_signals();
     let cache = kernel::cache_dir()?;
+    let runtime = private_runtime_dir(&cache.join(RUNTIME_FOLDER))?;
     let venv = ensure_venv(&cache.join("venv-lab"))?;
     let data = cache.join("jupyter");
     kernel::install(&data)?;
     quiet_news(&venv)?;
     warm_lessons(&cache, &args.dir)?;
     let token = token()?;
-    let mut command = Command::new(venv.join("bin").join("jupyter"));
-    command
-        .args(["lab", "--ip=127.0.0.1", "--ServerApp.port_retries=0"])
-        .arg(format!("--port={}", args.port))
-        .arg(format!("--IdentityProvider.token={token}"))
-        .arg(format!(
-            "--MultiKernelManager.default_kernel_name={}",
-            kernel::KERNEL_NAME
-        ))
-        .arg("--ServerApp.root_dir=.")
-        .current_dir(&args.dir)
-        // A data folder of our own: our kernelspec is found there, and a "rust" kernel of the
-        // user's does not take the notebooks (their kernelspec names "rust").
-        .env("JUPYTER_DATA_DIR", &data)
-        .stdin(Stdio::null())
-        // Its own process group: a terminal's Ctrl-C reaches only us, and we stop JupyterLab
-        // and its kernels in order (stop) instead of racing it.
-        .process_group(0);
-    if args.no_browser {
-        command.arg("--no-browser");
-    }
-    // The kernels JupyterLab starts inherit its environment: each model's variable names the
-    // copy installed in this venv, unless the user's own variable already names one.
-    for model in MODELS {
-        let set = std::env::var_os(model.var).is_some_and(|v| !v.is_empty());
-        if let (false, Some(path)) = (set, model.in_venv(&venv)) {
-            command.env(model.var, path);
-        }
-    }
-    // Containers and CI machines often run as root, which Jupyter refuses unless told.
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        command.arg("--allow-root");
-    }
-    let child = command.spawn().map_err(|e| {
-        problem!(
-            "cannot start JupyterLab from {}: {}",
-            venv.display(),
-            io_text(&e)
-        )
-    })?;
+    let child = jupyter_command(args, &venv, &data, &runtime, &token)
+        .spawn()
+        .map_err(|e| {
+            problem!(
+                "cannot start JupyterLab from {}: {}",
+                venv.display(),
+                io_text(&e)
+            )
+        })?;
     let url = format!(
         "JupyterLab: http://127.0.0.1:{}/lab?token={token}\n",
         args.port
@@ -119,6 +90,145 @@ pub fn run(args: Options) -> Result<u8> {
             e => e,
         })
     })
+}
+
+/// The runtime folder of `lab`'s JupyterLab in the cache (`JUPYTER_RUNTIME_DIR`): its
+/// kernels' connection files and their Unix sockets. Short, because a socket's path has at
+/// most [`MAX_SOCKET_PATH`] bytes.
+pub const RUNTIME_FOLDER: &str = "run";
+
+/// The longest path of a Unix socket (`sun_path` holds 108 bytes with its NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// How much a kernel's socket adds to its runtime folder's path: jupyter_client names them
+/// `RUNTIME/kernel-UUID-ipc-N` (a 36-character UUID, N a small number).
+const SOCKET_NAME_LEN: usize = "/kernel-".len() + 36 + "-ipc-".len() + 2;
+
+/// JupyterLab's command line for `args`: the venv's `jupyter lab` on 127.0.0.1 with our
+/// kernel, our data folder `data`, and its kernels on Unix sockets in `runtime` (a folder
+/// only this user can enter, [`private_runtime_dir`]): a TCP port of 127.0.0.1 is open to
+/// every user of the machine, and any of them could talk to a kernel there.
+///
+/// ```
+/// use attention_lab_jupyter::lab::{jupyter_command, Options};
+/// use std::path::Path;
+/// let options = Options { dir: "notebooks".into(), port: 8890, no_browser: true };
+/// let run = Path::new("/home/ann/.cache/attention-lab/run");
+/// let command = jupyter_command(&options, Path::new("/venv"), Path::new("/data"), run, "t0k");
+/// let args: Vec<_> = command.get_args().map(|a| a.to_str().unwrap()).collect();
+/// assert!(args.contains(&"--KernelManager.transport=ipc"));
+/// ```
+pub fn jupyter_command(
+    args: &Options,
+    venv: &Path,
+    data: &Path,
+    runtime: &Path,
+    token: &str,
+) -> Command {
+    let mut command = Command::new(venv.join("bin").join("jupyter"));
+    command
+        .args(["lab", "--ip=127.0.0.1", "--ServerApp.port_retries=0"])
+        .arg(format!("--port={}", args.port))
+        .arg(format!("--IdentityProvider.token={token}"))
+        .arg(format!(
+            "--MultiKernelManager.default_kernel_name={}",
+            kernel::KERNEL_NAME
+        ))
+        .arg("--KernelManager.transport=ipc")
+        .arg("--ServerApp.root_dir=.")
+        .current_dir(&args.dir)
+        // A data folder of our own: our kernelspec is found there, and a "rust" kernel of the
+        // user's does not take the notebooks (their kernelspec names "rust").
+        .env("JUPYTER_DATA_DIR", data)
+        .env("JUPYTER_RUNTIME_DIR", runtime)
+        .stdin(Stdio::null())
+        // Its own process group: a terminal's Ctrl-C reaches only us, and we stop JupyterLab
+        // and its kernels in order (stop) instead of racing it.
+        .process_group(0);
+    if args.no_browser {
+        command.arg("--no-browser");
+    }
+    // The kernels JupyterLab starts inherit its environment: each model's variable names the
+    // copy installed in this venv, unless the user's own variable already names one.
+    for model in MODELS {
+        let set = std::env::var_os(model.var).is_some_and(|v| !v.is_empty());
+        if let (false, Some(path)) = (set, model.in_venv(venv)) {
+            command.env(model.var, path);
+        }
+    }
+    // Containers and CI machines often run as root, which Jupyter refuses unless told.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        command.arg("--allow-root");
+    }
+    command
+}
+
+/// Makes `dir` the kernels' runtime folder, which nobody but this user may enter: made with
+/// mode 0700; one of ours with a wider mode (an older `lab`'s, a loose umask) is put right,
+/// with one line saying so. Returns `dir`.
+///
+/// ```no_run
+/// let run = std::path::Path::new("/home/ann/.cache/attention-lab/run");
+/// attention_lab_jupyter::lab::private_runtime_dir(run)?;
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
+///
+/// # Errors
+/// `dir` belongs to another user, is a symlink or not a folder, cannot be made or put right,
+/// or is too long a path for the kernels' sockets ([`MAX_SOCKET_PATH`]).
+pub fn private_runtime_dir(dir: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let longest = dir.as_os_str().len() + SOCKET_NAME_LEN;
+    if longest > MAX_SOCKET_PATH {
+        return Err(problem!(
+            "{}: too long a path for the kernels' sockets ({longest} bytes with a socket's \
+             name, at most {MAX_SOCKET_PATH}); set {} to a shorter folder",
+            dir.display(),
+            kernel::CACHE_VAR
+        ));
+    }
+    if let Some(parent) = dir.parent() {
+        fs::create_dir_all(parent).map_err(|e| Error::io(parent.display(), "create", e))?;
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(Error::io(dir.display(), "create", e));
+        }
+        _ => {}
+    }
+    let meta = fs::symlink_metadata(dir).map_err(|e| Error::io(dir.display(), "read", e))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_dir() {
+        return Err(problem!(
+            "{}: not a folder (a symlink or a file); the kernels' sockets need a folder of \
+             yours: remove it",
+            dir.display()
+        ));
+    }
+    if meta.uid() != me {
+        return Err(problem!(
+            "{}: belongs to user {}, not to you; the kernels' sockets need a folder of yours: \
+             remove it",
+            dir.display(),
+            meta.uid()
+        ));
+    }
+    let mode = meta.mode() & 0o777;
+    if mode != 0o700 {
+        // Jupyter sets the sticky bit (a cleaner of old files then leaves the folder alone).
+        let sticky = meta.mode() & 0o1000;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700 | sticky))
+            .map_err(|e| Error::io(dir.display(), "chmod", e))?;
+        if mode & 0o077 != 0 {
+            warn(&format!(
+                "attention-lab lab: {} was mode {mode:o}, open to other users; made it 700",
+                dir.display()
+            ));
+        }
+    }
+    Ok(dir.to_owned())
 }
 
 /// Replays every notebook of `dir` once before JupyterLab starts, the first time `lab` serves
@@ -387,4 +497,85 @@ fn token() -> Result<String> {
         .and_then(|mut f| f.read_exact(&mut bytes))
         .map_err(|e| Error::io("/dev/urandom", "read", e))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    #[test]
+    fn kernels_are_served_on_unix_sockets_in_the_runtime_folder() {
+        let options = Options {
+            dir: "notebooks".into(),
+            port: 8890,
+            no_browser: false,
+        };
+        let run = Path::new("/home/ann/.cache/attention-lab/run");
+        let command = jupyter_command(&options, Path::new("/v"), Path::new("/d"), run, "t");
+        let args: Vec<&str> = command.get_args().filter_map(|a| a.to_str()).collect();
+        for arg in [
+            "lab",
+            "--ip=127.0.0.1",
+            "--port=8890",
+            "--KernelManager.transport=ipc",
+            "--MultiKernelManager.default_kernel_name=attention-lab-rust",
+        ] {
+            assert!(args.contains(&arg), "{arg} in {args:?}");
+        }
+        let env = |name: &str| {
+            command
+                .get_envs()
+                .find(|(n, _)| *n == name)
+                .and_then(|(_, v)| v)
+        };
+        assert_eq!(env("JUPYTER_RUNTIME_DIR"), Some(run.as_os_str()));
+        assert_eq!(env("JUPYTER_DATA_DIR"), Some("/d".as_ref()));
+    }
+
+    fn mode(path: &Path) -> u32 {
+        fs::metadata(path).unwrap().mode() & 0o7777
+    }
+
+    #[test]
+    fn the_runtime_folder_is_made_0700_or_put_right_or_refused() {
+        let cache = tempfile::tempdir().unwrap();
+        let run = cache.path().join("run");
+        assert_eq!(private_runtime_dir(&run).unwrap(), run);
+        assert_eq!(mode(&run), 0o700);
+        // Ours but open to others (an older lab's): put right, keeping Jupyter's sticky bit.
+        fs::set_permissions(&run, fs::Permissions::from_mode(0o755)).unwrap();
+        private_runtime_dir(&run).unwrap();
+        assert_eq!(mode(&run), 0o700);
+        fs::set_permissions(&run, fs::Permissions::from_mode(0o1777)).unwrap();
+        private_runtime_dir(&run).unwrap();
+        assert_eq!(mode(&run), 0o1700);
+        // A symlink (to a folder anyone can enter) or a file: refused, in one line, status 2.
+        let elsewhere = cache.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        let link = cache.path().join("link");
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        let file = cache.path().join("file");
+        fs::write(&file, "").unwrap();
+        for refused in [&link, &file] {
+            let e = private_runtime_dir(refused).unwrap_err();
+            assert_eq!(e.status(), 2);
+            assert!(e.to_string().contains("not a folder"), "{e}");
+            assert!(!e.to_string().contains('\n'), "{e}");
+        }
+        let long = cache.path().join("x".repeat(60));
+        let e = private_runtime_dir(&long).unwrap_err();
+        assert!(e.to_string().contains("too long a path"), "{e}");
+        assert!(!long.exists());
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            // Another user's (nobody's): refused, left as it is.
+            std::os::unix::fs::chown(&run, Some(65534), Some(65534)).unwrap();
+            let e = private_runtime_dir(&run).unwrap_err();
+            assert!(e.to_string().contains("belongs to user 65534"), "{e}");
+            assert_eq!(fs::metadata(&run).unwrap().uid(), 65534);
+        } else {
+            eprintln!("not checked: a folder of another user's (needs root to make one)");
+        }
+    }
 }
