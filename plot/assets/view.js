@@ -25,19 +25,52 @@
     return el;
   };
 
+  // The height of the panel the notebook scrolls in (JupyterLab's), else the window's.
+  function height() {
+    for (var el = root.parentNode; el && el.nodeType === 1; el = el.parentNode) {
+      var y = getComputedStyle(el).overflowY;
+      if ((y === 'auto' || y === 'scroll') && el.clientHeight > 0) return Math.min(el.clientHeight, window.innerHeight);
+    }
+    return window.innerHeight || 800;
+  }
+
   // The bar above a view: its menus and buttons, then the size menu, the dark switch and the
   // download button every view has.
+  // The view's size (the size menu, `.scale` at first) and its layout for the room it has:
+  // `arrange(width, height)` lays the picture out for that many of its pixels and returns the
+  // width and height it then takes. The room is the output area's width, read when the view
+  // is drawn and whenever it is resized, and the height of the notebook's scrolled panel.
   function bar(svg, file) {
     var div = document.createElement('div');
     div.className = 'alab-bar';
     svg.parentNode.insertBefore(div, svg);
     var box = svg.viewBox.baseVal;
+    var zoom = Number(svg.getAttribute('width')) / box.width;
     var sizes = menu(div, 'alab-size', [[0.75, '75%'], [1, '100%'], [1.25, '125%'], [1.5, '150% (projector)'], [2, '200%']],
-      function (z) { svg.setAttribute('width', box.width * z); svg.setAttribute('height', box.height * z); });
-    var now = Number(svg.getAttribute('width')) / box.width;
+      function (z) { zoom = Number(z); fit(); });
+    var now = zoom;
     if (!all(sizes, 'option').some(function (o) { return Number(o.value) === now; })) option(sizes, now, Math.round(now * 100) + '%');
     sizes.value = String(now);
     sizes.title = 'size';
+    var w0 = box.width, h0 = box.height;
+    var arrange = function () { return [w0, h0]; };
+    var last = '';
+    function fit() {
+      // The bar's text grows with the view (13 px at 100%), never under 12 px.
+      div.style.fontSize = Math.max(12, 13 * zoom) + 'px';
+      var room = root.clientWidth || svg.parentNode.clientWidth || 1e6;
+      var size = arrange(room / zoom - 1, Math.max(200, height() - div.offsetHeight - 8) / zoom);
+      svg.setAttribute('viewBox', '0 0 ' + size[0] + ' ' + size[1]);
+      svg.setAttribute('width', size[0] * zoom);
+      svg.setAttribute('height', size[1] * zoom);
+      // What is still taller than the panel scrolls inside the view, under its bar.
+      root.style.maxHeight = Math.max(300, height()) + 'px';
+      last = room + ' ' + zoom;
+    }
+    var refit = function () { if (root.clientWidth + ' ' + zoom !== last) fit(); };
+    if (window.ResizeObserver) new ResizeObserver(refit).observe(root);
+    window.addEventListener('resize', refit);
+    div.layout = function (a) { arrange = a; fit(); };
     var theme = document.body && document.body.getAttribute('data-jp-theme-light') === 'false';
     if (theme) root.classList.add('alab-dark');
     button(div, 'dark', function () { root.classList.toggle('alab-dark'); });
@@ -95,6 +128,9 @@
     var x1 = num(svg, 'x1'), x2 = num(svg, 'x2'), top = num(svg, 'top'), row = num(svg, 'row');
     var box = num(svg, 'box'), stripQ = num(svg, 'strip-q'), stripK = num(svg, 'strip-k');
     var b = svg.hasAttribute('data-b') ? num(svg, 'b') : null;
+    var least = svg.hasAttribute('data-min') ? num(svg, 'min') : 0;
+    // The layout drawn in Rust; the key side moves left (x2) and the rows close up (row) to fit.
+    var x20 = x2, row0 = row, stripK0 = stripK, right0 = svg.viewBox.baseVal.width;
     var layers = svg.hasAttribute('data-weights') ? svg.getAttribute('data-weights').split(',') : null;
     var layer = layers ? num(svg, 'layer') : 0;
     var pairs = 'all';
@@ -106,11 +142,12 @@
     var headsMenu = menu(div, 'alab-heads', [['all', 'all heads']].concat(swatches.map(function (r) {
       return [num(r, 'h'), 'head ' + (num(r, 'h') + 1)];
     })).concat([['', 'some heads']]), function (v) {
-      if (v === '') { show(); return; }
       Object.keys(shown).forEach(function (h) { shown[h] = v === 'all' || v === h; });
       show();
     });
+    // "some heads" names what the legend's clicks made: the menu shows it, it is not a choice.
     var some = headsMenu.lastChild;
+    some.disabled = true;
     var layerMenu = layers && layers.length > 1 ? menu(div, 'alab-layer', layers.map(function (_, l) { return [l, 'layer ' + l]; }),
       function (v) { draw(Number(v)); show(); }) : null;
     if (b !== null) {
@@ -139,11 +176,13 @@
             if (!s) continue;
             var w = Math.pow(2, (bytes.charCodeAt(at + 1) * 256 + bytes.charCodeAt(at + 2) - 65535) / 256);
             var line = make(host, 'line', {
-              x1: x1, x2: x2, y1: top + q * row + row / 2 + dy[h], y2: top + k * row + row / 2 + dy[h],
+              x1: x1, x2: x20, y1: top + q * row0 + row0 / 2 + dy[h], y2: top + k * row0 + row0 / 2 + dy[h],
               stroke: colour[h], 'stroke-width': svg.getAttribute('data-lw'),
               'data-h': h, 'data-q': q, 'data-k': k, 'data-s': (s / 255).toFixed(3), 'data-w': w.toPrecision(3),
             });
+            if (w < least) line.setAttribute('data-u', '1');
             host.insertBefore(line, first);
+            place(line);
           }
         }
       }
@@ -156,7 +195,9 @@
       while (strip.firstChild) strip.removeChild(strip.firstChild);
       lines().forEach(function (l) {
         var visible = shown[num(l, 'h')] && paired(l) && (!focus || num(l, focus.side) === focus.i);
-        l.setAttribute('display', visible ? 'inline' : 'none');
+        // A weight under the legend's least draws no line; its box is empty, its tooltip kept.
+        var under = l.hasAttribute('data-u');
+        l.setAttribute('display', visible && !under ? 'inline' : 'none');
         l.setAttribute('stroke-opacity', ((floor + num(l, 's')) * f).toFixed(3));
         if (visible && focus) {
           // The other side's token gets this head's box, as opaque as one head's line.
@@ -164,8 +205,9 @@
           var h = num(l, 'h'), i = num(l, other);
           var r = make(strip, 'rect', {
             x: (other === 'k' ? stripK : stripQ) + h * box, y: top + i * row + 3, width: box - 1, height: row - 6,
-            fill: colour[h], 'fill-opacity': (floor + num(l, 's')).toFixed(3), 'class': 'alab-box',
+            fill: colour[h], 'fill-opacity': under ? 0 : (floor + num(l, 's')).toFixed(3), 'class': 'alab-box',
           });
+          if (under) { r.setAttribute('stroke', colour[h]); r.setAttribute('stroke-opacity', '0.5'); r.setAttribute('stroke-width', '0.5'); }
           make(r, 'title', {}).textContent = 'head ' + (h + 1) + ': ' + token('q', num(l, 'q')) + ' → ' + token('k', num(l, 'k')) + ', weight ' + l.getAttribute('data-w');
         }
       });
@@ -194,11 +236,43 @@
       if (h && !h.hasAttribute('data-l')) { e.preventDefault(); only(num(h, 'h')); }
     });
     function only(h) { Object.keys(shown).forEach(function (k) { shown[k] = Number(k) === h; }); show(); }
+    // Where an element was drawn in Rust, kept to lay it out again.
+    function place(el) {
+      var at = el.alabAt;
+      if (!at) {
+        at = el.alabAt = {};
+        ['x', 'y', 'x1', 'x2', 'y1', 'y2'].forEach(function (a) { if (el.hasAttribute(a)) at[a] = Number(el.getAttribute(a)); });
+      }
+      var x = function (v) { return v >= x20 ? v + x2 - x20 : v; };
+      var y = function (v) { return v > top ? top + (v - top) * row / row0 : v; };
+      ['x', 'x1', 'x2'].forEach(function (a) { if (a in at) el.setAttribute(a, x(at[a])); });
+      ['y', 'y1', 'y2'].forEach(function (a) { if (a in at) el.setAttribute(a, y(at[a])); });
+    }
+    var rows = Math.max(all(host, 'text.alab-q').length, all(host, 'text.alab-k').length);
+    // The head view laid out for `width` x `height` of its own pixels: the span between the
+    // query and key tokens narrows (to 60 pixels), the rows close up (to 15 pixels, text is
+    // 13); returns the width and height it takes.
+    function arrange(width, height) {
+      var span = Math.max(60, Math.min(x20 - x1, x20 - x1 + width - right0));
+      var r = Math.max(15, Math.min(row0, (height - top - 10) / rows));
+      if (x1 + span !== x2 || r !== row) {
+        x2 = x1 + span; stripK = stripK0 + x2 - x20; row = r;
+        all(host, 'text.alab-q, text.alab-k, line').forEach(place);
+        show();
+      }
+      var wide = right0 + x2 - x20;
+      all(host, 'text.alab-head, text.alab-min, text.alab-title').forEach(function (t) {
+        try { var bb = t.getBBox(); wide = Math.max(wide, bb.x + bb.width + 10); } catch (e) { /* not shown */ }
+      });
+      return [Math.ceil(wide), Math.ceil(top + rows * row + 10)];
+    }
     // The heads not shown are drawn here from the weights, when the view carries them.
     if (layers) draw(layer);
     show();
     return {
       open: function (l, h) { if (l !== layer) draw(l); pinned = null; only(h); },
+      arrange: arrange,
+      bar: div,
     };
   }
 
@@ -222,6 +296,21 @@
       pick.setAttribute('width', wide);
     }
     var view = headView(svg, detail, follow);
+    // Beside the grid when both fit the width, else under it.
+    var layers = num(svg, 'layers');
+    var gridRight = left + heads * step + 10, gridBottom = top + layers * step + 10;
+    var x0 = left + heads * step + 12, y0 = top - 22;
+    view.bar.layout(function (w, h) {
+      var beside = view.arrange(w, h);
+      if (beside[0] <= w) {
+        detail.removeAttribute('transform');
+        return [Math.max(gridRight, beside[0]), Math.max(gridBottom, beside[1])];
+      }
+      var dx = 10 - x0, dy = gridBottom - y0;
+      var below = view.arrange(w - dx, h - dy);
+      detail.setAttribute('transform', 'translate(' + dx + ',' + dy + ')');
+      return [Math.max(gridRight, below[0] + dx), below[1] + dy];
+    });
     if (!svg.hasAttribute('data-weights')) return; // too large to carry: the picked panel only
     svg.addEventListener('click', function (e) {
       var p = e.target.closest && e.target.closest('image[data-l]');
@@ -268,7 +357,7 @@
     });
   }
 
-  all(root, 'svg.alab-head-view').forEach(function (svg) { headView(svg, svg, null); });
+  all(root, 'svg.alab-head-view').forEach(function (svg) { var v = headView(svg, svg, null); v.bar.layout(v.arrange); });
   all(root, 'svg.alab-model-view').forEach(modelView);
   all(root, 'svg.alab-neuron-view').forEach(neuronView);
 })();

@@ -6,6 +6,11 @@ use ndarray::Array2;
 
 use attention_lab::heads::MultiHeadOutput;
 
+/// The widest a figure is shown, in pixels, by default: JupyterLab's output area at 1366 x 768
+/// with the file browser open is about 950 pixels wide, and shrinks a wider picture to fit,
+/// its text with it.
+pub(crate) const MAX_WIDTH: u32 = 900;
+
 /// How values map to colours.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum ColourRange {
@@ -50,6 +55,8 @@ pub struct Figure {
     pub(crate) columns: Option<usize>,
     pub(crate) cell: Option<u32>,
     pub(crate) png_scale: u32,
+    pub(crate) scale: f64,
+    pub(crate) max_width: u32,
 }
 
 /// A heatmap of one matrix (attention weights, or scores with [`Figure::auto_range`]): row `i`
@@ -126,6 +133,8 @@ impl Figure {
             columns: None,
             cell: None,
             png_scale: 2,
+            scale: 1.0,
+            max_width: MAX_WIDTH,
         }
     }
 
@@ -260,7 +269,56 @@ impl Figure {
         self
     }
 
-    /// The number of panel columns of the grid (at most 4 by default).
+    /// How large the figure is shown, 1 the default; 1.5 is a projector's size (text 18 px
+    /// and more). Held to 0.5 to 4 (1 when not a number). The SVG's width and height are this
+    /// many times its drawing's (its `viewBox`), the PNG's are this times
+    /// [`png_scale`](Figure::png_scale) (rounded to whole pixels a pixel), and the layout
+    /// fits [`max_width`](Figure::max_width) at this size.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let svg = heatmap(&array![[0.5, 0.5]]).scale(1.5).to_svg();
+    /// let (w, h) = heatmap(&array![[0.5, 0.5]]).size()?;
+    /// assert!(svg.contains(&format!("width=\"{}\" height=\"{}\" viewBox=\"0 0 {w} {h}\"", 1.5 * w as f64, 1.5 * h as f64)));
+    /// assert_eq!(heatmap(&array![[0.5, 0.5]]).scale(1.5).png_size()?, (3 * w, 3 * h));
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn scale(mut self, scale: f64) -> Figure {
+        self.scale = if scale.is_nan() {
+            1.0
+        } else {
+            scale.clamp(0.5, 4.0)
+        };
+        self
+    }
+
+    /// The widest the figure may be shown, in pixels at its [`scale`](Figure::scale) (900 by
+    /// default: JupyterLab's output area at 1366 x 768 with the file browser open is about 950
+    /// wide, and it would shrink a wider picture and its text). A grid too wide first draws
+    /// smaller cells (down to 12 pixels, unless [`cell_size`](Figure::cell_size) is set),
+    /// then fewer panels a row; what cannot fit in one column of 12-pixel cells is drawn so.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let x = Array2::from_elem((14, 14), 1.0 / 14.0);
+    /// let out = MultiHead::new(vec![Head::new(Array2::eye(14), Array2::eye(14), Array2::eye(14))?; 12], None)?.forward(&x, &Attend::new())?;
+    /// let grid = heads_grid(&out, &[]).columns(6);
+    /// assert!(grid.size().unwrap().0 <= 900);
+    /// assert!(grid.clone().scale(1.5).size().unwrap().0 as f64 * 1.5 <= 900.0);
+    /// assert!(grid.max_width(4000).size().unwrap().0 > 900); // six panels a row
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn max_width(mut self, pixels: u32) -> Figure {
+        self.max_width = pixels.max(1);
+        self
+    }
+
+    /// The number of panel columns of the grid (at most 4 by default; fewer when the grid
+    /// would be wider than [`max_width`](Figure::max_width)).
     ///
     /// ```
     /// use attention_lab::prelude::*;

@@ -51,9 +51,11 @@ const MASKED: RGBColor = RGBColor(150, 150, 150);
 /// Each head has its own colour ([`head_colour`](crate::head_colour): twelve told apart with
 /// colour blindness too) and its lines are drawn a little apart from the other heads' lines
 /// of the same pair, so no head hides another. A line's opacity is
-/// [`line_opacity`](crate::line_opacity): at least 0.08 for any weight above 0 with one head
+/// [`line_opacity`](crate::line_opacity): at least 0.08 for any weight drawn with one head
 /// shown, rising with its square root, fainter the more heads are shown; each line carries
-/// its weight (`data-w`). A weight of 0 (a masked pair) draws no line, and a query whose every key is
+/// its weight (`data-w`). Weights under [`HeadView::min_weight`] (0.001 by default, said in
+/// the legend) draw no line but keep their box and tooltip on hover. A weight of 0 (a masked
+/// pair) draws no line, and a query whose every key is
 /// masked is greyed and struck through. Tokens are shown as
 /// [`pretty_token`](crate::pretty_token) writes them.
 ///
@@ -84,7 +86,11 @@ pub struct HeadView {
     pub(crate) title: Option<String>,
     pub(crate) png_scale: u32,
     pub(crate) scale: f64,
+    pub(crate) min_weight: f64,
 }
+
+/// The least weight a line is drawn for by default ([`HeadView::min_weight`]).
+pub(crate) const MIN_WEIGHT: f64 = 1e-3;
 
 /// The head view of a multi-head layer's output: one colour per head, `tokens` on both sides
 /// (use [`HeadView::keys`] for cross-attention, whose keys are other tokens).
@@ -171,6 +177,7 @@ pub(crate) fn new_view(
         title: None,
         png_scale: 2,
         scale: 1.0,
+        min_weight: MIN_WEIGHT,
     }
 }
 
@@ -324,6 +331,35 @@ impl HeadView {
         self
     }
 
+    /// Draws lines for weights of at least `w` only (0.001 by default; 0 draws every weight
+    /// above 0); the legend says so. A line's opacity has a floor, so that a diffuse head
+    /// shows: without this cut a weight of 1e-62, which NumPy prints as `0.`, would be drawn
+    /// as visibly as 0.01. Below 0.001 a weight moves its query's output by less than a
+    /// thousandth of a value vector, and `np.round(w, 3)` prints it as 0. The weights below
+    /// keep their boxes beside the tokens when a token is hovered, drawn empty, with their
+    /// value in the tooltip. Held to 0 to 1 (the default when not a number).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let weights = Array3::from_shape_vec((1, 1, 2), vec![1.0 - 1e-62, 1e-62]).unwrap();
+    /// let view = head_view_weights(&weights, &["q"]).keys(&["a", "b"]);
+    /// let svg = view.clone().to_svg()?;
+    /// assert_eq!(svg.matches("<line").count(), 1);
+    /// assert!(svg.contains(">lines for weights ≥ 0.001<"));
+    /// assert_eq!(view.min_weight(0.0).to_svg()?.matches("<line").count(), 2);
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn min_weight(mut self, w: f64) -> HeadView {
+        self.min_weight = if w.is_nan() {
+            MIN_WEIGHT
+        } else {
+            w.clamp(0.0, 1.0)
+        };
+        self
+    }
+
     /// Checks the view: heads of one shape, one token per query and key, selections in range.
     pub(crate) fn check(&self) -> Result<(), PlotError> {
         out_of_range(
@@ -455,6 +491,17 @@ impl HeadView {
                     continue;
                 }
                 for j in largest(&row.to_vec(), k) {
+                    let under = row[j] < self.min_weight;
+                    if under && !interactive {
+                        continue;
+                    }
+                    let mut values = vec![
+                        ("w", weight_text(row[j])),
+                        ("s", format!("{:.3}", strength(row[j]))),
+                    ];
+                    if under {
+                        values.push(("u", "1".into()));
+                    }
                     items.push(Item::Line {
                         from: (x1, row_y(i) + dy(h)),
                         to: (x2, row_y(j) + dy(h)),
@@ -462,11 +509,8 @@ impl HeadView {
                         opacity: line_opacity(row[j], shown),
                         width: step.clamp(1.0, 2.0),
                         data: vec![("h", h), ("q", i), ("k", j)],
-                        values: vec![
-                            ("w", weight_text(row[j])),
-                            ("s", format!("{:.3}", strength(row[j]))),
-                        ],
-                        hidden: !selected,
+                        values,
+                        hidden: !selected || under,
                     });
                 }
             }
@@ -518,6 +562,7 @@ impl HeadView {
             ("dy", list((0..heads).map(dy).collect())),
             ("lw", num(step.clamp(1.0, 2.0))),
             ("floor", format!("{FLOOR:.3}")),
+            ("min", self.min_weight.to_string()),
             ("fade", list((1..=heads).map(fade).collect())),
             ("strip-q", num(strip_q)),
             ("strip-k", num(strip_k)),
@@ -577,7 +622,20 @@ impl HeadView {
             widest = widest.max(x - x0);
         }
         let rows = if heads.is_empty() { 0 } else { row + 1 };
-        Ok((items, widest, rows as f64 * ROW + 6.0))
+        let cut = self.cut_text();
+        let cy = y + rows as f64 * ROW + ROW / 2.0;
+        items.push(text((x0, cy), &cut, TICK_SIZE, Anchor::Start).tagged("alab-min", vec![]));
+        widest = widest.max(text_size(&cut, TICK_SIZE)?.0 as f64);
+        Ok((items, widest, (rows + 1) as f64 * ROW + 6.0))
+    }
+
+    /// The legend's words for [`HeadView::min_weight`].
+    fn cut_text(&self) -> String {
+        match self.min_weight {
+            w if w <= 0.0 => "lines for every weight above 0".into(),
+            w if w < 1e-3 => format!("lines for weights ≥ {w:e}"),
+            w => format!("lines for weights ≥ {w}"),
+        }
     }
 
     /// Every layer's weights for the script, in base64, one layer after another separated by

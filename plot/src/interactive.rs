@@ -128,7 +128,8 @@ macro_rules! interactive {
             /// How large the view is shown in the notebook and in its SVG file, 1 the default;
             /// 1.5 is a projector's size, where labels are 19 px tall and legends 18 px. Held to
             /// 0.5 to 4 (1 when not a number); in the notebook the view's size menu changes it
-            /// again. PNG files keep [`png_scale`](Self::png_scale).
+            /// again, and the view lays itself out for the output area's width. PNG files are
+            /// this times [`png_scale`](Self::png_scale) the picture's size (rounded).
             ///
             /// ```
             /// use attention_lab::prelude::*;

@@ -8,6 +8,7 @@ use crate::font::{
     register_font, text_size, LABEL_SIZE, PANEL_TITLE_SIZE, TICK_SIZE, TITLE_SIZE, VALUE_SIZE,
 };
 use crate::lines::LinePlot;
+use crate::paint::png_zoom;
 use crate::values::{finite_span, format_value, step_decimals, tick_step, ticks, ticks_at};
 
 /// Matrices with at most this many rows and columns get their values written in the cells.
@@ -18,6 +19,10 @@ pub(crate) const MARGIN: i32 = 12;
 pub(crate) const GAP: i32 = 24;
 pub(crate) const BAR_WIDTH: i32 = 18;
 const BAR_MIN_HEIGHT: i32 = 150;
+/// The least cell side a figure shrinks its cells to, to fit its width.
+const MIN_CELL: i32 = 12;
+/// The least font size of a value written in a cell (plotters units: 12 px in SVG).
+const MIN_TEXT_SIZE: f64 = 15.0;
 
 /// Pixel geometry of a figure, computed once per drawing; `bar` is the colour bar's left,
 /// top and height.
@@ -60,7 +65,7 @@ impl Figure {
     }
 
     /// The size in pixels of the figure's PNG pictures: [`Figure::size`] times
-    /// [`Figure::png_scale`].
+    /// [`Figure::png_scale`] times [`Figure::scale`] (rounded).
     ///
     /// # Errors
     /// As [`Figure::size`].
@@ -76,7 +81,8 @@ impl Figure {
     /// ```
     pub fn png_size(&self) -> Result<(u32, u32), PlotError> {
         let (w, h) = self.size()?;
-        Ok((w * self.png_scale, h * self.png_scale))
+        let zoom = png_zoom(self);
+        Ok((w * zoom, h * zoom))
     }
 
     /// Checks the figure and computes its geometry.
@@ -105,20 +111,23 @@ impl Figure {
         let (lo, hi) = self.colour_range()?;
 
         let many = self.panels.len() > 1;
-        let cell = match self.cell {
+        let default_cell = match self.cell {
             Some(c) => c as i32,
             None => {
                 let budget = if many { 240.0 } else { 480.0 };
                 (budget / rows.max(cols) as f64)
                     .round()
-                    .clamp(12.0, if many { 48.0 } else { 64.0 }) as i32
+                    .clamp(MIN_CELL as f64, if many { 48.0 } else { 64.0 }) as i32
             }
         };
-        let grid_columns = self.columns.unwrap_or(4).min(self.panels.len()).max(1);
-        let grid_rows = self.panels.len().div_ceil(grid_columns);
+        let requested = self.columns.unwrap_or(4).min(self.panels.len()).max(1);
 
         let title_h = match &self.title {
             Some(t) => text_size(t, TITLE_SIZE)?.1 as i32 + 16,
+            None => 0,
+        };
+        let title_w = match &self.title {
+            Some(t) => text_size(t, TITLE_SIZE)?.0 as i32 + 2 * MARGIN,
             None => 0,
         };
         let panel_title_h = if self.panels.iter().any(|p| p.title.is_some()) {
@@ -141,63 +150,99 @@ impl Figure {
             0
         };
         let (col_w, col_h) = widest(&self.col_labels)?;
-        let col_labels_rotated = col_w > cell - 4;
-        let col_label_h = match (&self.col_labels, col_labels_rotated) {
-            (None, _) => 0,
-            (Some(_), false) => col_h + 10,
-            (Some(_), true) => col_w + 10,
-        };
-        let panel_w = row_label_w + cols as i32 * cell;
-        let panel_h = panel_title_h + rows as i32 * cell + col_label_h;
-        let grid_w = grid_columns as i32 * panel_w + (grid_columns as i32 - 1) * GAP;
-        let grid_h = grid_rows as i32 * panel_h + (grid_rows as i32 - 1) * GAP;
-
         let show_values = self
             .values
             .unwrap_or(rows <= MAX_VALUES_SIDE && cols <= MAX_VALUES_SIDE);
-        let value_size = if show_values {
-            self.value_font_size(cell)?
+        let widest_value = if show_values {
+            Some(self.widest_value()?)
         } else {
             None
         };
-
-        let top = MARGIN + title_h;
-        let mut width = MARGIN + grid_w + MARGIN;
-        let mut height = top + grid_h + MARGIN;
-        let bar = if self.colorbar {
-            let bar_top = top + panel_title_h;
-            let span = grid_h - panel_title_h - col_label_h;
-            let bar_h = span.max(BAR_MIN_HEIGHT);
-            let mut tick_w = 0;
+        let mut tick_w = 0;
+        if self.colorbar {
             for t in ticks(lo, hi, self.decimals) {
                 tick_w = tick_w.max(text_size(&t.1, TICK_SIZE)?.0 as i32);
             }
-            let bar_x = MARGIN + grid_w + GAP;
-            width = bar_x + BAR_WIDTH + 10 + tick_w + MARGIN;
-            height = height.max(bar_top + bar_h + text_size("0", TICK_SIZE)?.1 as i32 + MARGIN);
-            Some((bar_x, bar_top, bar_h))
-        } else {
-            None
-        };
-        if let Some(t) = &self.title {
-            width = width.max(text_size(t, TITLE_SIZE)?.0 as i32 + 2 * MARGIN);
         }
-        Ok(Layout {
-            width: width as u32,
-            height: height as u32,
-            cell,
-            grid_columns,
-            title_h,
-            panel_title_h,
-            row_label_w,
-            col_labels_rotated,
-            panel_w,
-            panel_h,
-            value_size,
-            lo,
-            hi,
-            bar,
-        })
+        let tick_h = text_size("0", TICK_SIZE)?.1 as i32;
+
+        // The grid with `grid_columns` panels a row of `cell`-pixel cells. Panels share their
+        // labels: the rows' at the left of each grid row, the columns' under the panels with
+        // no panel below.
+        let geometry = |grid_columns: usize, cell: i32| -> Layout {
+            let grid_rows = self.panels.len().div_ceil(grid_columns);
+            let col_labels_rotated = col_w > cell - 4;
+            let col_label_h = match (&self.col_labels, col_labels_rotated) {
+                (None, _) => 0,
+                (Some(_), false) => col_h + 10,
+                (Some(_), true) => col_w + 10,
+            };
+            let panel_w = cols as i32 * cell;
+            let panel_h = panel_title_h + rows as i32 * cell;
+            let columns = grid_columns as i32;
+            let grid_w = row_label_w + columns * panel_w + (columns - 1) * GAP;
+            let grid_h = grid_rows as i32 * panel_h + (grid_rows as i32 - 1) * GAP + col_label_h;
+            let value_size = widest_value.and_then(|(w, h)| value_size(cell, w, h));
+            let top = MARGIN + title_h;
+            let mut width = MARGIN + grid_w + MARGIN;
+            let mut height = top + grid_h + MARGIN;
+            let bar = self.colorbar.then(|| {
+                let bar_top = top + panel_title_h;
+                let span = grid_h - panel_title_h - col_label_h;
+                let bar_h = span.max(BAR_MIN_HEIGHT);
+                let bar_x = MARGIN + grid_w + GAP;
+                width = bar_x + BAR_WIDTH + 10 + tick_w + MARGIN;
+                height = height.max(bar_top + bar_h + tick_h + MARGIN);
+                (bar_x, bar_top, bar_h)
+            });
+            Layout {
+                width: width.max(title_w) as u32,
+                height: height as u32,
+                cell,
+                grid_columns,
+                title_h,
+                panel_title_h,
+                row_label_w,
+                col_labels_rotated,
+                panel_w,
+                panel_h,
+                value_size,
+                lo,
+                hi,
+                bar,
+            }
+        };
+        // The most panels a row, then the largest cells, that fit the width shown.
+        let fits = |lay: &Layout| lay.width as f64 * self.scale <= self.max_width as f64;
+        let least = if self.cell.is_some() {
+            default_cell
+        } else {
+            default_cell.min(MIN_CELL)
+        };
+        for grid_columns in (1..=requested).rev() {
+            for cell in (least..=default_cell).rev() {
+                let lay = geometry(grid_columns, cell);
+                if fits(&lay) {
+                    return Ok(lay);
+                }
+            }
+        }
+        Ok(geometry(1, least))
+    }
+
+    /// The width and height of the widest and tallest value written in a cell, at
+    /// `VALUE_SIZE`.
+    fn widest_value(&self) -> Result<(u32, u32), PlotError> {
+        let mut widest = 0;
+        let mut tallest = 1;
+        for p in &self.panels {
+            for v in p.matrix.iter() {
+                let (w, h) = text_size(&format_value(*v, self.decimals), VALUE_SIZE)?;
+                widest = widest.max(w);
+                tallest = tallest.max(h);
+            }
+        }
+        Ok((widest, tallest))
     }
 
     /// The colour range, checked; auto ranges of equal values widen by 0.5 each side.
@@ -215,25 +260,17 @@ impl Figure {
             Err(PlotError::BadRange { lo, hi })
         }
     }
+}
 
-    /// The font size that fits every value of every panel in a cell, if readable.
-    fn value_font_size(&self, cell: i32) -> Result<Option<f64>, PlotError> {
-        let mut widest = 0;
-        let mut tallest = 1;
-        for p in &self.panels {
-            for v in p.matrix.iter() {
-                let (w, h) = text_size(&format_value(*v, self.decimals), VALUE_SIZE)?;
-                widest = widest.max(w);
-                tallest = tallest.max(h);
-            }
-        }
-        let room = 0.8 * cell as f64;
-        let fit = (room / widest.max(1) as f64)
-            .min(0.45 * cell as f64 / tallest as f64)
-            .min(1.0);
-        let size = VALUE_SIZE * fit;
-        Ok((size >= 9.0).then_some(size))
-    }
+/// The font size that fits values as wide and tall as these in a cell, if readable (12 px
+/// and more).
+fn value_size(cell: i32, widest: u32, tallest: u32) -> Option<f64> {
+    let room = 0.8 * cell as f64;
+    let fit = (room / widest.max(1) as f64)
+        .min(0.45 * cell as f64 / tallest.max(1) as f64)
+        .min(1.0);
+    let size = VALUE_SIZE * fit;
+    (size >= MIN_TEXT_SIZE).then_some(size)
 }
 
 fn check_labels(

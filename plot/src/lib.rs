@@ -16,11 +16,18 @@
 //! head of twelve told apart with colour blindness too ([`head_colour`]), each head's lines
 //! apart, their opacity [`line_opacity`]; hover a token, toggle heads, pick a layer of
 //! [`head_view_layers`]), [`model_view`] (a small heatmap for every layer and head; click one
-//! to open it in the head view beside the grid) and [`neuron_view`] (one head's q, k, q·k,
+//! to open it in the head view beside the grid, or under it when the output area is narrow)
+//! and [`neuron_view`] (one head's q, k, q·k,
 //! scaling, mask, softmax and weighted values for one query; [`neuron_view_layers`] for
 //! every layer). Their `save_svg` and `save_png` write the static picture of the current
-//! selection, `scale` sizes them (1.5 for a projector), and tokens show as [`pretty_token`]
-//! writes them.
+//! selection, `scale` sizes them (1.5 for a projector; their toolbar follows it), and tokens
+//! show as [`pretty_token`] writes them. In the notebook each view lays itself out for the
+//! output area's width, read when it is drawn and whenever it is resized (the head view's
+//! key side moves closer, the model view's open layer goes under the grid), and a view taller
+//! than the notebook's panel closes up its rows, then scrolls inside itself under its toolbar.
+//! Figures take `scale` too, and fit [`Figure::max_width`] (900 pixels, JupyterLab's output
+//! area at 1366 x 768 with the file browser open) with smaller cells or fewer panels a row, so
+//! that JupyterLab never shrinks their text.
 //!
 //! A figure that cannot be drawn (an empty matrix, label counts that are not the matrix's, a
 //! bad colour range) is an error of the methods that return `Result` ([`PlotError`]), and

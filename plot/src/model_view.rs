@@ -6,7 +6,7 @@ use ndarray::{s, Array2, Array4, ArrayView4};
 use crate::colormap::{cell_colour, INK};
 use crate::error::PlotError;
 use crate::font::{register_font, text_size, TICK_SIZE};
-use crate::head_view::{new_view, out_of_range, strings, HeadView};
+use crate::head_view::{new_view, out_of_range, strings, HeadView, MIN_WEIGHT};
 use crate::scene::{text, title_item, Anchor, Item, Scene, MARGIN};
 
 /// A panel's side in pixels: twelve heads and the head view beside them fit a 1366 x 768
@@ -24,6 +24,8 @@ const MAX_CELLS: usize = 56;
 ///
 /// In the notebook a click on a panel opens that layer in the head view with that head shown
 /// (the others a click on their colour away); the title and the frame follow the heads shown.
+/// When the grid and the head view together are wider than the output area (12 heads at 150%
+/// on a 1366 x 768 screen), the head view goes under the grid, its key side closer if need be.
 /// The grid is drawn without scripts; opening another panel needs them (a trusted notebook),
 /// and the weights as bytes, which the view carries up to 1 MiB of them (3 bytes a weight:
 /// layers x heads x tokens², about 40 layers and heads of 90 tokens); beyond that, `select`
@@ -49,6 +51,7 @@ pub struct ModelView {
     pub(crate) title: Option<String>,
     pub(crate) png_scale: u32,
     pub(crate) scale: f64,
+    pub(crate) min_weight: f64,
 }
 
 /// The model view of attention weights given as layers x heads x queries x keys (an
@@ -76,6 +79,7 @@ pub fn model_view<'a, S: AsRef<str>>(
         title: None,
         png_scale: 2,
         scale: 1.0,
+        min_weight: MIN_WEIGHT,
     }
 }
 
@@ -116,6 +120,22 @@ impl ModelView {
         self
     }
 
+    /// Draws the head view's lines for weights of at least `w` only (as
+    /// [`HeadView::min_weight`]: 0.001 by default).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_plot::*;
+    ///
+    /// let attentions = Array4::from_elem((1, 1, 2, 2), 0.5);
+    /// assert!(model_view(&attentions, &["a", "b"]).min_weight(0.0).to_svg()?.contains(">lines for every weight above 0<"));
+    /// # Ok::<(), PlotError>(())
+    /// ```
+    pub fn min_weight(mut self, w: f64) -> ModelView {
+        self.min_weight = w;
+        self
+    }
+
     /// The head view beside the grid: every layer, the picked one shown with the picked head.
     fn detail(&self) -> HeadView {
         let mut view =
@@ -124,7 +144,7 @@ impl ModelView {
         view.sentence_b = self.sentence_b;
         view.title = Some(format!("layer {}, head {}", self.layer, self.head + 1));
         view.png_scale = self.png_scale;
-        view
+        view.min_weight(self.min_weight)
     }
 
     /// The grid and the head view beside it, one scene.

@@ -19,7 +19,7 @@ use crate::layout::{Layout, LinesLayout, BAR_WIDTH, GAP, MARGIN, SAMPLE_LENGTH, 
 use crate::lines::LinePlot;
 use crate::model_view::ModelView;
 use crate::neuron_view::NeuronView;
-use crate::scene::{svg_img, Anchor, Item, Scene};
+use crate::scene::{num, svg_img, Anchor, Item, Scene};
 use crate::values::{format_value, ticks};
 
 /// The most pixels a PNG may have (its RGB buffer is 3 bytes a pixel).
@@ -109,6 +109,11 @@ pub(crate) trait Picture {
     fn size_of(lay: &Self::Layout) -> (u32, u32);
     /// How many times larger than the SVG its PNG pictures are.
     fn png_scale(&self) -> u32;
+    /// How large it is shown: its SVG's width and height are this many times its drawing's,
+    /// and its PNG's this times `png_scale` (rounded).
+    fn scale(&self) -> f64 {
+        1.0
+    }
     /// Draws the picture on any plotters backend, every length times `zoom`.
     fn paint<DB: DrawingBackend>(
         &self,
@@ -122,12 +127,30 @@ pub(crate) trait Picture {
 pub(crate) fn render_svg<P: Picture>(picture: &P) -> Result<String, PlotError> {
     let lay = picture.layout()?;
     let mut svg = String::new();
+    let (w, h) = P::size_of(&lay);
     {
-        let root = SVGBackend::with_string(&mut svg, P::size_of(&lay)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
         picture.paint(&lay, &root, 1).map_err(draw_error)?;
         root.present().map_err(draw_error)?;
     }
+    // Shown `scale` times as large: the width and height change, the viewBox stays.
+    let scale = picture.scale();
+    let drawn = format!("<svg width=\"{w}\" height=\"{h}\" ");
+    if scale != 1.0 && svg.starts_with(&drawn) {
+        let (sw, sh) = (num(w as f64 * scale), num(h as f64 * scale));
+        svg.replace_range(
+            ..drawn.len(),
+            &format!("<svg width=\"{sw}\" height=\"{sh}\" "),
+        );
+    }
     Ok(svg)
+}
+
+/// How many PNG pixels a picture's pixel is: `png_scale` times `scale`, rounded, at least 1.
+pub(crate) fn png_zoom<P: Picture>(picture: &P) -> u32 {
+    (picture.png_scale() as f64 * picture.scale())
+        .round()
+        .max(1.0) as u32
 }
 
 /// The picture as an SVG document, or a small SVG stating why it cannot be drawn.
@@ -139,7 +162,7 @@ pub(crate) fn to_svg<P: Picture>(picture: &P) -> String {
 pub(crate) fn to_png<P: Picture>(picture: &P) -> Result<Vec<u8>, PlotError> {
     let lay = picture.layout()?;
     let mut paint = |root: &BitmapArea<'_>, zoom: i32| picture.paint(&lay, root, zoom);
-    bitmap_png(P::size_of(&lay), picture.png_scale(), &mut paint)
+    bitmap_png(P::size_of(&lay), png_zoom(picture), &mut paint)
 }
 
 type BitmapArea<'b> = DrawingArea<BitMapBackend<'b>, Shift>;
@@ -200,6 +223,10 @@ impl Picture for Figure {
         self.png_scale
     }
 
+    fn scale(&self) -> f64 {
+        self.scale
+    }
+
     fn paint<DB: DrawingBackend>(
         &self,
         lay: &Layout,
@@ -216,9 +243,13 @@ impl Picture for Figure {
         let top = MARGIN + lay.title_h;
         let c = lay.cell;
         for (k, panel) in self.panels.iter().enumerate() {
-            let px = MARGIN + (k % lay.grid_columns) as i32 * (lay.panel_w + GAP);
+            // Labels are shared: the rows' left of a grid row, the columns' under a panel
+            // with none below it.
+            let first = k % lay.grid_columns == 0;
+            let last = k + lay.grid_columns >= self.panels.len();
+            let px = MARGIN + lay.row_label_w + (k % lay.grid_columns) as i32 * (lay.panel_w + GAP);
             let py = top + (k / lay.grid_columns) as i32 * (lay.panel_h + GAP);
-            let (mx, my) = (px + lay.row_label_w, py + lay.panel_title_h);
+            let (mx, my) = (px, py + lay.panel_title_h);
             let (rows, cols) = panel.matrix.dim();
             let (w, h) = (cols as i32 * c, rows as i32 * c);
             if let Some(t) = &panel.title {
@@ -237,7 +268,12 @@ impl Picture for Figure {
             }
             pen.rect((mx, my), (mx + w, my + h), INK, false)?;
             let right = Pos::new(HPos::Right, VPos::Center);
-            for (i, l) in self.row_labels.iter().flatten().enumerate() {
+            let rows_labelled = if first {
+                self.row_labels.as_deref()
+            } else {
+                None
+            };
+            for (i, l) in rows_labelled.unwrap_or_default().iter().enumerate() {
                 let at = (mx - 6, my + i as i32 * c + c / 2);
                 pen.text(l, at, LABEL_SIZE, INK, right, false)?;
             }
@@ -247,7 +283,12 @@ impl Picture for Figure {
             } else {
                 (below, false)
             };
-            for (j, l) in self.col_labels.iter().flatten().enumerate() {
+            let columns_labelled = if last {
+                self.col_labels.as_deref()
+            } else {
+                None
+            };
+            for (j, l) in columns_labelled.unwrap_or_default().iter().enumerate() {
                 let at = (mx + j as i32 * c + c / 2, my + h + 6);
                 pen.text(l, at, LABEL_SIZE, INK, pos, upright)?;
             }
@@ -483,6 +524,10 @@ macro_rules! scene_picture {
 
             fn png_scale(&self) -> u32 {
                 self.png_scale
+            }
+
+            fn scale(&self) -> f64 {
+                self.scale
             }
 
             fn paint<DB: DrawingBackend>(

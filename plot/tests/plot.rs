@@ -218,8 +218,9 @@ fn heads_grid_has_one_panel_per_head() {
     for t in ["head 1", "head 2", "two heads"] {
         assert!(svg.texts.iter().any(|s| s == t), "{t}");
     }
+    // Side by side, the panels share the row labels: once at the left, the columns' under each.
     for t in TOKENS {
-        assert_eq!(svg.texts.iter().filter(|s| *s == t).count(), 4, "{t}");
+        assert_eq!(svg.texts.iter().filter(|s| *s == t).count(), 3, "{t}");
     }
     for (k, head) in out.heads.iter().enumerate() {
         let v = format!("{:.2}", head.weights[[0, 0]]);
@@ -483,4 +484,89 @@ fn saving_writes_through_a_symlink_and_keeps_the_mode() {
     assert_eq!(std::fs::read_to_string(&real).unwrap(), fig.to_svg());
     let mode = std::fs::metadata(&real).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
+}
+
+/// Twelve heads of 14 tokens, as notebook 008's layer grids.
+fn twelve_heads_of_14() -> MultiHeadOutput {
+    let x = Array2::from_shape_fn((14, 14), |(i, j)| ((i * 7 + j * 3) % 5) as f64 / 5.0);
+    let heads = (0..12)
+        .map(|h| {
+            let q = Array2::from_shape_fn((14, 14), |(i, j)| ((i + j + h) % 3) as f64 - 1.0);
+            Head::new(q, Array2::eye(14), Array2::eye(14)).unwrap()
+        })
+        .collect();
+    MultiHead::new(heads, None)
+        .unwrap()
+        .forward(&x, &Attend::new())
+        .unwrap()
+}
+
+const WORDS: [&str; 14] = [
+    "[CLS]", "the", "cat", "sat", "on", "the", "mat", "because", "it", "was", "warm", "and",
+    "soft", "[SEP]",
+];
+
+/// The smallest text of an SVG, in pixels as shown (its font sizes times the shown size over
+/// the viewBox).
+fn smallest_text_px(svg: &str) -> f64 {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let root = doc.root_element();
+    let shown: f64 = root.attribute("width").unwrap().parse().unwrap();
+    let view_box = root.attribute("viewBox").unwrap_or_default();
+    let drawn: f64 = view_box
+        .split(' ')
+        .nth(2)
+        .and_then(|w| w.parse().ok())
+        .unwrap();
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| n.attribute("font-size").unwrap().parse::<f64>().unwrap() * shown / drawn)
+        .fold(f64::INFINITY, f64::min)
+}
+
+#[test]
+fn a_layers_twelve_heads_fit_the_output_area_with_readable_labels_at_each_scale() {
+    let out = twelve_heads_of_14();
+    for scale in [1.0, 1.5] {
+        let fig = heads_grid(&out, &WORDS)
+            .columns(6)
+            .title("layer 0")
+            .scale(scale);
+        let svg = fig.to_svg();
+        let parsed = parse(&svg);
+        let shown = parsed.width as f64;
+        assert!(shown <= 900.0, "scale {scale}: {shown} pixels wide");
+        // 12 px at 100%, 18 at 150%: JupyterLab shows the picture as it is, no narrower.
+        let least = smallest_text_px(&svg);
+        assert!(least >= 12.0 * scale, "scale {scale}: text of {least} px");
+        assert!(cells(&parsed).len() >= 12 * 14 * 14);
+        let (w, h) = fig.size().unwrap();
+        assert_eq!(
+            fig.png_size().unwrap(),
+            ((2.0 * scale) as u32 * w, (2.0 * scale) as u32 * h)
+        );
+    }
+    // Wide enough, six panels a row as asked.
+    let wide = heads_grid(&out, &WORDS).columns(6).max_width(3000);
+    let parsed = parse(&wide.to_svg());
+    let xs: std::collections::BTreeSet<u64> =
+        cells(&parsed).iter().map(|c| c.x.to_bits()).collect();
+    assert_eq!(xs.len(), 6 * 14);
+}
+
+#[test]
+fn a_large_heatmap_shrinks_its_cells_to_fit_at_a_projectors_size() {
+    let w = Array2::from_elem((14, 14), 1.0 / 14.0);
+    let fig = heatmap(&w)
+        .labels(&WORDS)
+        .title("layer 0, head 3")
+        .scale(1.5);
+    let svg = fig.to_svg();
+    assert!(parse(&svg).width as f64 <= 900.0);
+    assert!(smallest_text_px(&svg) >= 18.0);
+    let (w1, _) = heatmap(&w).labels(&WORDS).size().unwrap();
+    assert!(
+        w1 as f64 * 1.5 > 900.0,
+        "the default is wider than fits at 150%"
+    );
 }
