@@ -22,7 +22,7 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const shots = path.join(repo, 'target', 'e2e', 'fit');
 const OUTPUT_WIDTH = 950;
 const PANEL_HEIGHT = 640;
-const NOTEBOOKS = ['000_two_heads_worked_example', '008_attention_in_a_real_model', '010_attention_that_learns'];
+const NOTEBOOKS = ['000_two_heads_worked_example', '008_attention_in_a_real_model', '010_attention_that_learns', '011_a_real_model_writes'];
 // Extra pages (written by `cargo run -p attention-lab-plot --example fit_pages`), if present.
 const EXTRA = path.join(repo, 'target', 'e2e', 'fit-pages');
 

@@ -82,9 +82,17 @@
     return { input: input, out: out, update: update };
   }
   function common(file) {
+    // The bar's text grows with the view (13 px at 100%), never under 12 px.
+    var text = function (z) { div.style.fontSize = Math.max(12, 13 * z) + 'px'; };
     var sizes = menu('alab-size', [[0.75, '75%'], [1, '100%'], [1.25, '125%'], [1.5, '150% (projector)'], [2, '200%']],
-      function (z) { svg.setAttribute('width', box.width * z); svg.setAttribute('height', box.height * z); });
+      function (z) { svg.setAttribute('width', box.width * z); svg.setAttribute('height', box.height * z); text(Number(z)); });
     var now = Number(svg.getAttribute('width')) / box.width;
+    text(now);
+    // Taller than the panel the notebook scrolls in: the view scrolls inside, under its bar.
+    for (var el = root.parentNode; el && el.nodeType === 1; el = el.parentNode) {
+      var y = getComputedStyle(el).overflowY;
+      if ((y === 'auto' || y === 'scroll') && el.clientHeight > 0) { root.style.maxHeight = Math.max(300, Math.min(el.clientHeight, window.innerHeight)) + 'px'; break; }
+    }
     if (!all(sizes, 'option').some(function (o) { return Number(o.value) === now; })) option(sizes, now, Math.round(now * 100) + '%');
     sizes.value = String(now);
     sizes.title = 'size';
