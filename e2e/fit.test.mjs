@@ -174,6 +174,9 @@ try {
       const title = await p.locator('svg.alab-model-view g.alab-detail text.alab-title').textContent();
       if (title !== 'layer 3, head 8') failures.push(`${item.name}: opened "${title}"`);
       await shoot(p, `${item.name}-layer3-150`);
+      // The same scrolled inside the view to the open layer's last token.
+      await p.evaluate(() => { const v = document.querySelector('div.alab-view'); v.scrollTop = v.scrollHeight; });
+      await shoot(p, `${item.name}-layer3-150-scrolled`);
     }
     failures.push(...errors.map((e) => `${item.name}: ${e}`));
     await p.close();
