@@ -4,8 +4,9 @@
 // file browser open) under a scrolled panel 640 pixels tall, with JupyterLab's rule that shrinks
 // a picture to the output's width. At 100% and at 150% (the views' size menu):
 // - no view or picture is wider than the output area;
-// - every text is at least 12 px at 100% and 18 px at 150% (pictures at 100%: their 150% is
-//   `.scale(1.5)`, which plot/tests/plot.rs checks), the views' toolbars included;
+// - every text is at least 12 px at 100% and 18 px at 150%, the views' toolbars included
+//   (the stored pictures at 100%; their 150% is `.scale(1.5)`: the pages below, and
+//   plot/tests/plot.rs);
 // - the open head's key column is inside the visible area;
 // - a view taller than the panel scrolls inside itself, its toolbar in sight;
 // and the heads menu's "some heads" is a state that cannot be picked. Screenshots at 150% of
@@ -23,7 +24,9 @@ const shots = path.join(repo, 'target', 'e2e', 'fit');
 const OUTPUT_WIDTH = 950;
 const PANEL_HEIGHT = 640;
 const NOTEBOOKS = ['000_two_heads_worked_example', '008_attention_in_a_real_model', '010_attention_that_learns', '011_a_real_model_writes'];
-// Extra pages (written by `cargo run -p attention-lab-plot --example fit_pages`), if present.
+// Pictures at 150%, if present: 008's layer grids and single heads drawn with `.scale(1.5)`
+// (`python3 scripts/fit_pages_008.py`, which replays a copy of 008) and a made-up grid of 008's
+// size (`cargo run -p attention-lab-plot --example fit_pages`); checked for text of 18 px.
 const EXTRA = path.join(repo, 'target', 'e2e', 'fit-pages');
 
 function outputs(stem) {
