@@ -1,15 +1,17 @@
 // The views and pictures fit the screen a class sees (issue 47), fast and without JupyterLab:
-// every stored view and picture of notebooks 000, 008 and 010 is put, as its notebook stores
-// it, into a page of 1366 x 768 whose output area is 950 pixels wide (JupyterLab's with the
-// file browser open) under a scrolled panel 640 pixels tall, with JupyterLab's rule that shrinks
-// a picture to the output's width. At 100% and at 150% (the views' size menu):
+// every stored view and picture of notebooks 000, 008, 010 and 011 is put, as its notebook
+// stores it, into a page of 1366 x 768 whose output area is JupyterLab's with the file browser
+// open (934 px, 914 of them for the output), under a scrolled panel 647 px tall, with
+// JupyterLab's rule that shrinks a picture to the output's width. At 100% and at 150% (the
+// views' size menu), the checks of e2e/fit.mjs:
 // - no view or picture is wider than the output area;
 // - every text is at least 12 px at 100% and 18 px at 150%, the views' toolbars included
 //   (the stored pictures at 100%; their 150% is `.scale(1.5)`: the pages below, and
 //   plot/tests/plot.rs);
 // - the open head's key column is inside the visible area;
 // - a view taller than the panel scrolls inside itself, its toolbar in sight;
-// and the heads menu's "some heads" is a state that cannot be picked. Screenshots at 150% of
+// and the heads menu's "some heads" is a state that cannot be picked; a weight under the
+// least weight draws no line and keeps an empty box with its tooltip. Screenshots at 150% of
 // 008's model view with a layer open, its pair view and its layer grids in target/e2e/fit/.
 //
 // Usage: node e2e/fit.test.mjs   (CHROMIUM=/path/to/chromium, default /usr/bin/chromium)
@@ -18,11 +20,15 @@ import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkOutput, sizeTo } from './fit.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const shots = path.join(repo, 'target', 'e2e', 'fit');
-const OUTPUT_WIDTH = 950;
-const PANEL_HEIGHT = 640;
+// JupyterLab 4's at 1366 x 768 with the file browser open (250 px), as e2e/lab_fit.test.mjs
+// measures it: an output area of 934 px (its text 914 px wide, 20 px padding) in a notebook
+// panel of 647 px.
+const OUTPUT_WIDTH = 934;
+const PANEL_HEIGHT = 647;
 const NOTEBOOKS = ['000_two_heads_worked_example', '008_attention_in_a_real_model', '010_attention_that_learns', '011_a_real_model_writes'];
 // Pictures at 150%, if present: 008's layer grids and single heads drawn with `.scale(1.5)`
 // (`python3 scripts/fit_pages_008.py`, which replays a copy of 008) and a made-up grid of 008's
@@ -47,65 +53,10 @@ function page(html) {
   return `<!doctype html><html><head><meta charset="utf-8"><style>
 body { margin: 0; font: 13px sans-serif; }
 #panel { position: absolute; top: 104px; left: 0; width: 1366px; height: ${PANEL_HEIGHT}px; overflow-y: auto; }
-.jp-OutputArea-output { margin-left: 330px; width: ${OUTPUT_WIDTH}px; }
+.jp-OutputArea-output { margin-left: 330px; width: ${OUTPUT_WIDTH - 20}px; padding-right: 20px; }
 .jp-RenderedHTMLCommon img { max-width: 100%; height: auto; }
 </style></head><body><div id="panel"><div class="jp-OutputArea-output jp-RenderedHTMLCommon">${html}</div>
 <div style="height: 1200px"></div></div></body></html>`;
-}
-
-// Every check of one output as shown now; returns the failures.
-async function check(p, name, zoom) {
-  return p.evaluate(({ name, zoom, width }) => {
-    const fails = [];
-    const least = 12 * zoom;
-    const area = document.querySelector('.jp-OutputArea-output').getBoundingClientRect();
-    const svgText = (svg, shown) => {
-      const vb = svg.viewBox.baseVal;
-      const ratio = shown / (vb && vb.width ? vb.width : Number(svg.getAttribute('width')));
-      let small = Infinity;
-      svg.querySelectorAll('text').forEach((t) => {
-        if (t.closest('[display="none"]')) return;
-        const size = Number(t.getAttribute('font-size') || getComputedStyle(t).fontSize.replace('px', ''));
-        small = Math.min(small, size * ratio);
-      });
-      return small;
-    };
-    for (const img of document.querySelectorAll('img.alab-figure')) {
-      const r = img.getBoundingClientRect();
-      if (r.width > width + 0.5) fails.push(`${name}: a picture ${r.width} px wide in ${width}`);
-      const svg = new DOMParser().parseFromString(atob(img.src.split(',')[1]), 'image/svg+xml').documentElement;
-      const small = svgText(svg, r.width);
-      if (small < 12 - 0.05) fails.push(`${name}: a picture's text of ${small.toFixed(1)} px`);
-    }
-    for (const root of document.querySelectorAll('div.alab-view')) {
-      const svg = root.querySelector('svg');
-      if (!svg) { fails.push(`${name}: the view is not live`); continue; }
-      const r = svg.getBoundingClientRect();
-      if (r.width > width + 0.5) fails.push(`${name}: the view is ${r.width.toFixed(0)} px wide in ${width}`);
-      if (root.scrollWidth > root.clientWidth + 1) fails.push(`${name}: the view scrolls sideways (${root.scrollWidth} in ${root.clientWidth})`);
-      const small = svgText(svg, r.width);
-      if (small < least - 0.05) fails.push(`${name}: text of ${small.toFixed(1)} px at ${zoom * 100}%`);
-      root.querySelectorAll('.alab-bar select, .alab-bar button').forEach((c) => {
-        const px = parseFloat(getComputedStyle(c).fontSize);
-        if (px < least - 0.05) fails.push(`${name}: the toolbar's ${c.className || c.textContent} at ${px} px`);
-      });
-      // The open head's key column: every key token inside the output area and the view.
-      const box = root.getBoundingClientRect();
-      svg.querySelectorAll('text.alab-k').forEach((t) => {
-        const k = t.getBoundingClientRect();
-        if (!k.width) return; // not shown (another query's group)
-        if (k.right > Math.min(area.right, box.right) + 0.5 || k.left < area.left - 0.5) {
-          fails.push(`${name}: key ${t.textContent} at ${k.left.toFixed(0)}..${k.right.toFixed(0)}, outside ${area.left.toFixed(0)}..${Math.min(area.right, box.right).toFixed(0)}`);
-        }
-      });
-      // Taller than the panel: it scrolls inside, no taller than the panel.
-      const panel = document.getElementById('panel').clientHeight;
-      if (box.height > panel + 1) fails.push(`${name}: the view is ${box.height.toFixed(0)} px tall in a panel of ${panel}`);
-      const some = root.querySelector('select.alab-heads option[value=""]');
-      if (some && !some.disabled) fails.push(`${name}: "some heads" can be picked`);
-    }
-    return fails;
-  }, { name, zoom, width: OUTPUT_WIDTH });
 }
 
 // A screenshot of the output whole: the panel grows to show it, then scrolls again.
@@ -115,16 +66,6 @@ async function shoot(p, name) {
   await p.evaluate((h) => { document.getElementById('panel').style.height = `${h}px`; }, PANEL_HEIGHT);
 }
 
-async function sizeTo(p, zoom) {
-  await p.evaluate((z) => {
-    document.querySelectorAll('select.alab-size').forEach((s) => {
-      if (![...s.options].some((o) => Number(o.value) === z)) return;
-      s.value = String([...s.options].find((o) => Number(o.value) === z).value);
-      s.dispatchEvent(new Event('change'));
-    });
-  }, zoom);
-  await p.waitForTimeout(50);
-}
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -151,8 +92,8 @@ try {
     await p.setContent(page(item.html));
     const views = await p.locator('div.alab-view').count();
     for (const zoom of views ? [1, 1.5] : [1]) {
-      if (views) await sizeTo(p, zoom);
-      failures.push(...await check(p, `${item.name} at ${zoom * 100}%`, item.extra ? 1.5 : zoom));
+      if (views) await sizeTo(p.locator('.jp-OutputArea-output'), zoom);
+      failures.push(...await checkOutput(p.locator('.jp-OutputArea-output'), `${item.name} at ${zoom * 100}%`, item.extra ? 1.5 : zoom));
       checked += 1;
       if (zoom === 1.5 || !views) await shoot(p, views ? `${item.name}-150` : item.name);
     }
@@ -173,7 +114,7 @@ try {
     // 008's model view: open another layer's panel, then check again at 150%.
     if (await p.locator('svg.alab-model-view').count()) {
       await p.locator('svg.alab-model-view image[data-l="3"][data-h="7"]').click();
-      failures.push(...await check(p, `${item.name} layer 3 open at 150%`, 1.5));
+      failures.push(...await checkOutput(p.locator('.jp-OutputArea-output'), `${item.name} layer 3 open at 150%`, 1.5));
       const title = await p.locator('svg.alab-model-view g.alab-detail text.alab-title').textContent();
       if (title !== 'layer 3, head 8') failures.push(`${item.name}: opened "${title}"`);
       await shoot(p, `${item.name}-layer3-150`);

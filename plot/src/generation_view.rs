@@ -11,9 +11,9 @@ use crate::font::{register_font, LABEL_SIZE, TICK_SIZE};
 use crate::generation::{decoding_view, in_range, svg_width, token_label, Drawn, GenerationError};
 use crate::scene::{base64, num, text, title_item, Anchor, Item, Scene, MARGIN};
 
-/// The canvas's width by default: at scale 1.5 (a projector) 930 pixels, JupyterLab's
-/// notebook area on a 1366-pixel screen with the file browser open.
-const WIDTH: f64 = 620.0;
+/// The canvas's width by default: at scale 1.5 (a projector) 900 pixels, inside JupyterLab's
+/// output area on a 1366-pixel screen with the file browser open (914 pixels for the output).
+const WIDTH: f64 = 600.0;
 /// Pixels from one line of text to the next.
 const LINE: f64 = 27.0;
 /// A token's shade: its centre below the line's top, its height.
@@ -378,9 +378,9 @@ impl GenerationView {
         self
     }
 
-    /// The picture's width in pixels at scale 1 (620 by default, 930 at a projector's 1.5:
-    /// JupyterLab's notebook area on a 1366-pixel screen); the text wraps to it. Held to 240
-    /// to 4000.
+    /// The picture's width in pixels at scale 1 (600 by default, 900 at a projector's 1.5:
+    /// inside JupyterLab's output area on a 1366-pixel screen with the file browser open, 914
+    /// pixels); the text wraps to it. Held to 240 to 4000.
     ///
     /// ```
     /// use attention_lab::prelude::*;
