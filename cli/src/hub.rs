@@ -35,6 +35,11 @@ pub struct HubArgs {
     /// processes, never another's. Needs a writable memory cgroup (v1, or v2 delegated).
     #[arg(long, value_name = "SIZE", default_value = "2G", value_parser = hub::limits::parse_size)]
     pub mem_limit: u64,
+    /// Most processes and threads each student's server, kernels and compiles together may
+    /// have (0 for no limit): past it a fork fails in that student's pids cgroup, never
+    /// another's. Needs a writable pids cgroup (v1, or v2 delegated).
+    #[arg(long, value_name = "N", default_value_t = hub::limits::PIDS)]
+    pub pids_limit: u64,
     /// Set everything up and make the accounts, then stop instead of serving.
     #[arg(long)]
     pub setup_only: bool,
@@ -67,6 +72,7 @@ impl From<HubArgs> for Options {
             port,
             cull_idle,
             mem_limit,
+            pids_limit,
             setup_only,
             hand_out,
             collect,
@@ -82,6 +88,7 @@ impl From<HubArgs> for Options {
             port,
             cull_idle,
             mem_limit,
+            pids_limit,
             setup_only,
             hand_out,
             collect,

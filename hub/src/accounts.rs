@@ -240,6 +240,79 @@ pub fn owned_dir(path: &Path, account: &Account) -> Result<()> {
         .map_err(|e| Error::io(path.display(), "give to the student", e))
 }
 
+/// Replaces an existing account's build folder `~/.cache/attention-lab/evcxr-build/slot-0`
+/// with a new one seeded from `built` (the warm build), as [`seed`] seeds a new account's:
+/// for an account made before the hub was upgraded, whose build folder the new lessons or
+/// library would otherwise recompile cell by cell. Root works there without following any
+/// link the student placed: each folder on the way is opened by descriptor (`O_NOFOLLOW`)
+/// and must be the student's; the new folder is filled in a root-only folder beside the old
+/// one, given to the student from the deepest entry up, then renamed into place; the old one
+/// is moved aside and removed without following links. Returns false (with nothing changed)
+/// when a folder on the way is not the student's.
+///
+/// # Errors
+/// A folder that cannot be opened, made, filled, moved or given to the student.
+pub fn reseed_build(built: &Path, account: &Account) -> Result<bool> {
+    use crate::fsat::{Dir, Found};
+    let home = Dir::open(&account.home)?;
+    let mut dir = home;
+    let builds =
+        attention_lab_jupyter::build::kernel_builds(Path::new(attention_lab_io::cache::FOLDER));
+    let parts: Vec<String> = Path::new(".cache")
+        .join(builds)
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if dir.stat()?.st_uid != account.uid {
+        return Ok(false);
+    }
+    for part in &parts {
+        dir = match dir.find(part)? {
+            Found::Dir(next) if next.stat()?.st_uid == account.uid => next,
+            Found::Missing => {
+                let next = dir.make(part)?;
+                next.set_owner(account.uid, account.gid, 0o700)?;
+                next
+            }
+            _ => return Ok(false),
+        };
+    }
+    let slot = attention_lab_jupyter::build::slot(Path::new(""), 0);
+    let slot = slot.to_string_lossy();
+    let stage_name = format!(".reseed-{}", std::process::id());
+    let stage = dir.make(&stage_name)?;
+    let made = std::cell::RefCell::new(Vec::new());
+    let record = |path: &Path| {
+        made.borrow_mut().push(path.to_owned());
+        Ok(())
+    };
+    let target = stage.proc_path().join(&*slot);
+    attention_lab_jupyter::build::seed_tree(
+        built,
+        &target,
+        &attention_lab_jupyter::build::build_pick,
+        &record,
+    )?;
+    // The deepest first: no folder is the student's while root still writes below it.
+    for path in made.borrow().iter().rev() {
+        std::os::unix::fs::lchown(path, Some(account.uid), Some(account.gid))
+            .map_err(|e| Error::io(path.display(), "give to the student", e))?;
+    }
+    let stale = format!(".stale-{}", std::process::id());
+    let had_one = !matches!(dir.find(&slot)?, Found::Missing);
+    if had_one {
+        dir.rename(&slot, &dir, &stale)?;
+    }
+    stage.rename(&slot, &dir, &slot)?;
+    dir.remove_empty(&stage_name)?;
+    if had_one {
+        // std's remove_dir_all opens each folder without following a link.
+        let old = dir.proc_path().join(&stale);
+        fs::remove_dir_all(&old).map_err(|e| Error::io(old.display(), "remove", e))?;
+    }
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,5 +342,62 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("\"root\" is already a user"), "{error}");
+    }
+}
+
+#[cfg(test)]
+mod reseed_tests {
+    use super::*;
+    use attention_lab_jupyter::build::{kernel_builds, slot};
+
+    fn me(home: &Path) -> Account {
+        // SAFETY: no preconditions.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        Account {
+            name: "me".into(),
+            uid,
+            gid,
+            home: home.to_owned(),
+        }
+    }
+
+    /// An account's stale build folder is replaced by the warm one; one that is missing is
+    /// made; a link planted on the way is not followed (and nothing is changed).
+    #[test]
+    fn a_stale_build_folder_is_replaced_and_no_link_is_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let built = dir.path().join("warm");
+        fs::create_dir_all(built.join("deps")).unwrap();
+        fs::write(built.join("deps/lib.rlib"), "new").unwrap();
+        let home = dir.path().join("home");
+        let builds = kernel_builds(&home.join(".cache").join(attention_lab_io::cache::FOLDER));
+        let ours = slot(&builds, 0);
+        fs::create_dir_all(ours.join("deps")).unwrap();
+        fs::write(ours.join("deps/lib.rlib"), "old").unwrap();
+        fs::write(ours.join("stale-only"), "old").unwrap();
+        let account = me(&home);
+        assert!(reseed_build(&built, &account).unwrap());
+        assert_eq!(
+            fs::read_to_string(ours.join("deps/lib.rlib")).unwrap(),
+            "new"
+        );
+        assert!(!ours.join("stale-only").exists());
+        let names: Vec<_> = fs::read_dir(&builds)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("slot-0")]);
+        // Missing: made.
+        fs::remove_dir_all(home.join(".cache")).unwrap();
+        assert!(reseed_build(&built, &account).unwrap());
+        assert!(ours.join("deps/lib.rlib").is_file());
+        // A link on the way: refused, what it leads to untouched.
+        let elsewhere = dir.path().join("elsewhere");
+        fs::create_dir_all(&elsewhere).unwrap();
+        fs::remove_dir_all(home.join(".cache")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, home.join(".cache")).unwrap();
+        assert!(!reseed_build(&built, &account).unwrap());
+        assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
     }
 }

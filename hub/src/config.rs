@@ -1,6 +1,6 @@
 //! `jupyterhub_config.py`, written from the class at every start.
 
-use crate::limits::MemoryGroups;
+use crate::limits::Limit;
 use crate::shared::Shared;
 use attention_lab_jupyter::kernel::KERNEL_NAME;
 use attention_lab_jupyter::priority;
@@ -20,8 +20,9 @@ pub struct Class<'a> {
     pub cull_after: u64,
     /// Everyone as this one user (`SimpleLocalProcessSpawner`), for a teacher alone.
     pub demo: bool,
-    /// Each student's server (with its kernels) in a memory cgroup of its own, so limited.
-    pub memory: Option<MemoryGroups>,
+    /// Each student's server (with its kernels) in a cgroup of its own for each of these
+    /// (memory, pids), so limited.
+    pub limits: Vec<Limit>,
 }
 
 /// A Python string literal for `text` (JSON's escapes are Python's).
@@ -33,7 +34,7 @@ fn py(text: impl AsRef<str>) -> String {
 ///
 /// ```
 /// use attention_lab_hub::{config::{config, Class}, shared::Shared};
-/// let class = Class { students: vec!["alice"], teacher: "teacher", ip: "", port: 8000, cull_after: 3600, demo: false, memory: None };
+/// let class = Class { students: vec!["alice"], teacher: "teacher", ip: "", port: 8000, cull_after: 3600, demo: false, limits: Vec::new() };
 /// let text = config(&Shared::new("/srv/h"), &class);
 /// assert!(text.contains("c.Authenticator.allowed_users = {\"alice\"}"));
 /// assert!(text.contains("LocalProcessSpawner"));
@@ -42,29 +43,27 @@ pub fn config(shared: &Shared, class: &Class) -> String {
     let state = shared.state();
     let at = |name: &str| py(state.join(name).display().to_string());
     let users = class.students.iter().map(py).collect::<Vec<_>>().join(", ");
-    let spawner = match (&class.memory, class.demo) {
-        (_, true) => {
-            "c.JupyterHub.spawner_class = 'jupyterhub.spawner.SimpleLocalProcessSpawner'\n"
-                .to_owned()
-        }
-        (memory, false) => {
-            let (parent, file, bytes) = match memory {
-                Some(groups) => (
-                    py(groups.parent.display().to_string()),
-                    py(groups.limit_file),
-                    groups.bytes.to_string(),
-                ),
-                None => ("None".to_owned(), "None".to_owned(), "0".to_owned()),
-            };
-            format!(
-                "{class_spawner}\nc.JupyterHub.spawner_class = ClassSpawner\n",
-                class_spawner = CLASS_SPAWNER
-                    .replace("@PARENT@", &parent)
-                    .replace("@FILE@", &file)
-                    .replace("@BYTES@", &bytes)
-                    .replace("@NICE@", &priority::START_NICE.to_string())
-            )
-        }
+    let spawner = if class.demo {
+        "c.JupyterHub.spawner_class = 'jupyterhub.spawner.SimpleLocalProcessSpawner'\n".to_owned()
+    } else {
+        let limits: Vec<String> = class
+            .limits
+            .iter()
+            .map(|l| {
+                format!(
+                    "({}, {}, {})",
+                    py(l.parent.display().to_string()),
+                    py(l.file),
+                    l.value
+                )
+            })
+            .collect();
+        format!(
+            "{class_spawner}\nc.JupyterHub.spawner_class = ClassSpawner\n",
+            class_spawner = CLASS_SPAWNER
+                .replace("@LIMITS@", &format!("[{}]", limits.join(", ")))
+                .replace("@NICE@", &priority::START_NICE.to_string())
+        )
     };
     let demo_homes = if class.demo {
         format!(
@@ -85,7 +84,8 @@ pub fn config(shared: &Shared, class: &Class) -> String {
          c.ConfigurableHTTPProxy.pid_file = {proxy_pid}\n\
          # Servers outlive a restarted hub process; `attention-lab hub` stops them when it stops.\n\
          c.JupyterHub.cleanup_servers = False\n\
-         c.JupyterHub.authenticator_class = 'firstuseauthenticator.FirstUseAuthenticator'\n\
+         {authenticator}\
+         c.JupyterHub.authenticator_class = ClassAuthenticator\n\
          c.FirstUseAuthenticator.dbm_path = {passwords}\n\
          c.FirstUseAuthenticator.create_users = False\n\
          c.FirstUseAuthenticator.min_password_length = 8\n\
@@ -118,6 +118,7 @@ pub fn config(shared: &Shared, class: &Class) -> String {
          \x20   'scopes': ['list:users', 'read:users:activity', 'read:servers', 'delete:servers'],\n\
          \x20   'services': ['idle-culler'],\n\
          }}]\n",
+        authenticator = CLASS_AUTHENTICATOR,
         bind = py(format!("http://{}:{}/", class.ip, class.port)),
         db = at("jupyterhub.sqlite"),
         cookie = at("jupyterhub_cookie_secret"),
@@ -131,12 +132,91 @@ pub fn config(shared: &Shared, class: &Class) -> String {
     )
 }
 
+/// firstuseauthenticator for a class, whose passwords root issued (`passwords`):
+/// - changing a password (`/hub/auth/change-password`) needs the current one (firstuse's
+///   own form asks only for the new one: anyone at a browser left signed in could take the
+///   account);
+/// - deleting a user in the Admin page keeps their password (firstuse's drops it, and the
+///   account would be anyone's who signed in first once it is added again).
+const CLASS_AUTHENTICATOR: &str = r#"import bcrypt
+import dbm
+from firstuseauthenticator.firstuseauthenticator import CustomLoginHandler, FirstUseAuthenticator
+from jupyterhub.handlers import BaseHandler
+from tornado import web
+
+CHANGE_PASSWORD_PAGE = """{% extends "page.html" %}
+{% block main %}
+<div class="container">
+  <form method="post" role="form">
+    <input type="hidden" name="_xsrf" value="{{ xsrf_token }}"/>
+    <h2>Change password</h2>
+    <div class="form-group">
+      <label for="current_password">Current password:</label>
+      <input type="password" class="form-control" name="current_password" id="current_password" autocomplete="current-password"/>
+    </div>
+    <div class="form-group">
+      <label for="password">New password:</label>
+      <input type="password" class="form-control" name="password" id="password" autocomplete="new-password"/>
+    </div>
+    <input type="submit" id="change_submit" class="btn btn-jupyter" value="Change password"/>
+  </form>
+  {% if message %}
+  <div class="alert alert-{{ 'success' if changed else 'danger' }}" role="alert">{{ message }}</div>
+  {% endif %}
+</div>
+{% endblock %}
+"""
+
+
+class ChangePasswordHandler(BaseHandler):
+    async def page(self, message=None, changed=False):
+        ns = dict(self.template_namespace, xsrf_token=self.xsrf_token.decode("ascii"),
+                  message=message, changed=changed)
+        return await self.settings["jinja2_env"].from_string(CHANGE_PASSWORD_PAGE).render_async(**ns)
+
+    @web.authenticated
+    async def get(self):
+        self.finish(await self.page())
+
+    @web.authenticated
+    async def post(self):
+        name = self.current_user.name
+        current = self.get_body_argument("current_password", "", strip=False)
+        new = self.get_body_argument("password", "", strip=False)
+        if not self.authenticator.check_password(name, current):
+            self.log.warning("change of %s's password refused: the current password is not right", name)
+            self.set_status(403)
+            self.finish(await self.page("The current password is not right: nothing changed."))
+            return
+        message = self.authenticator.reset_password(name, new)
+        changed = "success" in message
+        if not changed:
+            self.set_status(400)
+        self.finish(await self.page(message, changed))
+
+
+class ClassAuthenticator(FirstUseAuthenticator):
+    def check_password(self, name, password):
+        with dbm.open(self.dbm_path, "c", 0o600) as db:
+            stored = db.get(name.encode("utf8"))
+        return stored is not None and bcrypt.checkpw(password.encode("utf8"), stored)
+
+    def delete_user(self, user):
+        """The password root issued stays: the account, added again, signs in with it."""
+
+    def get_handlers(self, app):
+        return [(r"/login", CustomLoginHandler), (r"/auth/change-password", ChangePasswordHandler)]
+
+
+"#;
+
 /// LocalProcessSpawner for a class:
-/// - each student's server is made in that student's memory group when there is one (the
-///   group made, and its limit written, by the hub as root before the fork; the child joins
-///   it before it drops to the student). Its kernels and their compiles are the server's
-///   children, so they count against the same limit: past it, the kernel's OOM killer ends
-///   one of them;
+/// - each student's server is made in that student's memory and pids groups when there are
+///   some (each group made, and its limit written, by the hub as root before the fork; the
+///   child joins them before it drops to the student). Its kernels and their compiles are
+///   the server's children, so they count against the same limits: past the memory one, the
+///   kernel's OOM killer ends one of them; past the pids one, a fork fails in that student's
+///   group alone;
 /// - it starts at the niceness [`START_NICE`](attention_lab_jupyter::priority::START_NICE), its session too (Linux shares the CPU between
 ///   sessions first, and the server is one), and is given the normal priority back (by the
 ///   hub, as root) once it answers on its port: a class whose servers all start in the same
@@ -148,24 +228,23 @@ from jupyterhub.spawner import LocalProcessSpawner
 
 
 class ClassSpawner(LocalProcessSpawner):
-    memory_parent = @PARENT@
-    memory_file = @FILE@
-    memory_bytes = @BYTES@
+    # (the hub's group, the limit's file, the limit) of each controller: memory, pids
+    limits = @LIMITS@
     start_nice = @NICE@
 
     def make_preexec_fn(self, name):
-        procs = None
-        if self.memory_parent:
-            group = os.path.join(self.memory_parent, name)
+        procs = []
+        for parent, file, value in self.limits:
+            group = os.path.join(parent, name)
             os.makedirs(group, exist_ok=True)
-            with open(os.path.join(group, self.memory_file), 'w') as f:
-                f.write(str(self.memory_bytes))
-            procs = os.path.join(group, 'cgroup.procs')
+            with open(os.path.join(group, file), 'w') as f:
+                f.write(str(value))
+            procs.append(os.path.join(group, 'cgroup.procs'))
         drop_to_student = super().make_preexec_fn(name)
 
         def preexec():
-            if procs:
-                with open(procs, 'w') as f:
+            for path in procs:
+                with open(path, 'w') as f:
                     f.write(str(os.getpid()))
             os.setpriority(os.PRIO_PROCESS, 0, self.start_nice)
             set_session_nice('self', self.start_nice)

@@ -16,6 +16,7 @@
 //! never as root: a link a student plants leads only where that student may go anyway.
 
 use crate::accounts::Account;
+use crate::fsat::{Dir, Found};
 use crate::shared::Shared;
 use attention_lab_io::error::{io_text, warn, write_file, Result};
 use attention_lab_io::problem;
@@ -50,12 +51,13 @@ pub fn config(exchange: &Path) -> String {
          c = get_config()\n\
          c.CourseDirectory.course_id = {course}\n\
          c.Exchange.root = {exchange}\n\
-         c.ClearSolutions.code_stub = {{\"rust\": {stub}}}\n\
-         {shim}",
+         c.ClearSolutions.code_stub = {{\"Rust\": {stub}, \"rust\": {stub}}}\n\
+         {shim}{submit}",
         course = py(COURSE),
         exchange = py(&exchange.display().to_string()),
         stub = py(RUST_STUB),
         shim = EXECUTE_SHIM,
+        submit = SUBMIT_SHIM,
     )
 }
 
@@ -84,6 +86,26 @@ c.Autograde.autograde_preprocessors = [
 ]
 "#;
 
+/// nbgrader's submit, with each submission the student's and the course's group's alone:
+/// nbgrader 0.9.6 leaves its files 0644 in a folder of mode 0777, which anyone who learns
+/// the folder's name could read (or replace). `inbound/` is set-group-id and the teacher's
+/// group's ([`exchange`]), so the submission's group is the teacher's: the teacher collects
+/// and removes it, no other student reads it even by name.
+const SUBMIT_SHIM: &str = r#"
+import os
+from nbgrader.exchange.default.submit import ExchangeSubmit
+
+
+class PrivateSubmit(ExchangeSubmit):
+    def copy_files(self):
+        super().copy_files()
+        dest = os.path.join(self.inbound_path, self.assignment_filename)
+        self.set_perms(dest, fileperms=0o640, dirperms=0o2770)
+
+
+c.ExchangeFactory.submit = PrivateSubmit
+"#;
+
 /// Makes the exchange (writable by all, sticky as /tmp: nbgrader keeps each course's
 /// inbound unlistable) and writes nbgrader's settings into the venv.
 ///
@@ -101,6 +123,84 @@ pub fn prepare(shared: &Shared) -> Result<()> {
     std::fs::create_dir_all(&etc)
         .map_err(|e| attention_lab_io::error::Error::io(etc.display(), "create", e))?;
     write_file(etc.join("nbgrader_config.py"), config(&exchange).as_bytes())
+}
+
+/// The course's folders in the exchange, each with nbgrader's own mode
+/// (`release_assignment.py`, `release_feedback.py`): the course's own and `outbound/` 0755
+/// (students fetch), `inbound/` 2733 (students submit, none lists: nbgrader names each
+/// submission with a random part), `feedback/` 0711.
+pub const COURSE_DIRS: [(&str, u32); 4] = [
+    (COURSE, 0o755),
+    ("outbound", 0o755),
+    ("inbound", 0o2733),
+    ("feedback", 0o711),
+];
+
+/// Makes the course's folders in the exchange the teacher's, before any student can make
+/// them: the exchange itself root's, 1777 (nbgrader needs it writable by all; sticky, so
+/// nobody removes or renames another's entry), and each of [`COURSE_DIRS`] the teacher's
+/// (and the teacher's group's: submissions inherit it), with its mode. A folder there that
+/// is not the teacher's (a student's made before the first release, a link, a file) is moved
+/// to `state/exchange-refused/` (root's) and made afresh, and one line says so. Returns those
+/// lines.
+///
+/// # Errors
+/// A folder that cannot be opened, made, moved or given to the teacher.
+pub fn exchange(shared: &Shared, teacher: &Account) -> Result<Vec<String>> {
+    let root = Dir::open(&shared.exchange())?;
+    // SAFETY: geteuid and getegid have no preconditions. (Root, for a class.)
+    root.set_owner(
+        unsafe { libc::geteuid() },
+        unsafe { libc::getegid() },
+        0o1777,
+    )?;
+    let mut said = Vec::new();
+    let [(course, mode), below @ ..] = COURSE_DIRS;
+    let course = teachers_dir(shared, &root, course, mode, teacher, &mut said)?;
+    for (name, mode) in below {
+        teachers_dir(shared, &course, name, mode, teacher, &mut said)?;
+    }
+    Ok(said)
+}
+
+/// The folder `name` below `parent`, the teacher's with `mode`: made when missing, moved
+/// aside and made afresh (with a line in `said`) when it is anything else.
+fn teachers_dir(
+    shared: &Shared,
+    parent: &Dir,
+    name: &str,
+    mode: u32,
+    teacher: &Account,
+    said: &mut Vec<String>,
+) -> Result<Dir> {
+    let dir = match parent.find(name)? {
+        Found::Dir(dir) if dir.stat()?.st_uid == teacher.uid => dir,
+        Found::Missing => parent.make(name)?,
+        found => {
+            let owner = match &found {
+                Found::Dir(dir) => format!("owned by uid {}", dir.stat()?.st_uid),
+                _ => "not a folder".to_owned(),
+            };
+            let refused = shared.state().join("exchange-refused");
+            std::fs::create_dir_all(&refused)
+                .map_err(|e| attention_lab_io::error::Error::io(refused.display(), "create", e))?;
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let aside = format!("{name}-{nanos}");
+            parent.rename(name, &Dir::open(&refused)?, &aside)?;
+            let line = format!(
+                "attention-lab hub: {} was {owner}, not the teacher's: moved to {}, made afresh",
+                parent.shown().join(name).display(),
+                refused.join(&aside).display()
+            );
+            warn(&line);
+            said.push(line);
+            parent.make(name)?
+        }
+    };
+    dir.set_owner(teacher.uid, teacher.gid, mode)?;
+    Ok(dir)
 }
 
 /// The teacher's course folder, `~/course`, made once (never touched again): its
@@ -262,12 +362,80 @@ pub fn shell(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    fn mode(path: &Path) -> (u32, u32) {
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        (meta.uid(), meta.permissions().mode() & 0o7777)
+    }
+
+    /// A course folder planted before the first release (here a link to another folder, and
+    /// as root a folder of another user) is moved aside and made afresh, the teacher's, with
+    /// nbgrader's modes; what the link led to is untouched.
+    #[test]
+    fn the_course_in_the_exchange_is_the_teachers_whatever_was_planted() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = Shared::new(dir.path());
+        std::fs::create_dir_all(shared.exchange()).unwrap();
+        std::fs::create_dir_all(shared.state()).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let course = shared.exchange().join(COURSE);
+        std::os::unix::fs::symlink(&elsewhere, &course).unwrap();
+        // SAFETY: no preconditions.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let teacher = Account {
+            name: "teacher".into(),
+            uid,
+            gid,
+            home: dir.path().into(),
+        };
+        let said = exchange(&shared, &teacher).unwrap();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].contains("was not a folder, not the teacher's: moved to"));
+        assert_eq!(mode(&elsewhere), (uid, 0o700));
+        assert_eq!(mode(&shared.exchange()).1, 0o1777);
+        for (name, want) in COURSE_DIRS {
+            let path = if name == COURSE {
+                course.clone()
+            } else {
+                course.join(name)
+            };
+            assert_eq!(mode(&path), (uid, want), "{name}");
+        }
+        // Again: nothing to say.
+        assert!(exchange(&shared, &teacher).unwrap().is_empty());
+        if uid == 0 {
+            let inbound = course.join("inbound");
+            std::os::unix::fs::chown(&inbound, Some(4242), Some(4242)).unwrap();
+            std::fs::write(inbound.join("planted"), "x").unwrap();
+            let said = exchange(&shared, &teacher).unwrap();
+            assert!(
+                said[0].contains("inbound was owned by uid 4242"),
+                "{said:?}"
+            );
+            assert_eq!(mode(&inbound), (0, 0o2733));
+            assert!(!inbound.join("planted").exists());
+        }
+    }
 
     #[test]
     fn the_first_assignment_is_a_notebook_for_the_rust_kernel_with_a_solution_and_tests() {
         let nb: serde_json::Value = serde_json::from_str(PS1).unwrap();
-        assert_eq!(nb["metadata"]["kernelspec"]["name"], "attention-lab-rust");
-        assert_eq!(nb["metadata"]["kernelspec"]["language"], "rust");
+        // As Jupyter writes them for the project's kernel: opening the notebook changes nothing.
+        assert_eq!(
+            nb["metadata"]["kernelspec"],
+            attention_lab_jupyter::kernel::notebook_kernelspec()
+        );
+        assert_eq!(
+            nb["metadata"]["language_info"],
+            attention_lab_jupyter::kernel::language_info()
+        );
+        // nbgrader picks the stub by the kernelspec's language, as the notebook names it.
+        let language = nb["metadata"]["kernelspec"]["language"].as_str().unwrap();
+        let stub = serde_json::to_string(RUST_STUB).unwrap();
+        assert!(config("/x".as_ref()).contains(&format!("{language:?}: {stub}")));
         let cells = nb["cells"].as_array().unwrap();
         let marked = |key: &str| {
             cells

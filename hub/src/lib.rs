@@ -8,6 +8,7 @@
 //! - [`accounts`]: roster ids as system users, made and seeded;
 //! - [`shared`]: the shared folder every student's server and kernel run from;
 //! - [`config`]: writes `jupyterhub_config.py`;
+//! - [`fsat`]: folders opened by descriptor, never through a link;
 //! - [`grading`]: nbgrader's course and exchange, per-student sheets handed out and collected;
 //! - [`limits`]: each student's memory cgroup;
 //! - [`passwords`]: each account's first password, issued by root.
@@ -18,6 +19,7 @@
 
 pub mod accounts;
 pub mod config;
+pub mod fsat;
 pub mod grading;
 pub mod limits;
 pub mod passwords;
@@ -47,6 +49,7 @@ use std::time::{Duration, Instant};
 ///     port: 8000,
 ///     cull_idle: 3600,
 ///     mem_limit: 2 << 30,
+///     pids_limit: 512,
 ///     setup_only: false,
 ///     hand_out: None,
 ///     collect: None,
@@ -78,6 +81,10 @@ pub struct Options {
     /// `512M`; 0 for no limit). Past it the kernel's OOM killer ends one of that student's
     /// processes, never another's. Needs a writable memory cgroup (v1, or v2 delegated).
     pub mem_limit: u64,
+    /// Most processes and threads each student's server, kernels and compiles together may
+    /// have (0 for no limit): past it a fork fails in that student's pids cgroup, never
+    /// another's. Needs a writable pids cgroup (v1, or v2 delegated).
+    pub pids_limit: u64,
     /// Set everything up and make the accounts, then stop instead of serving.
     pub setup_only: bool,
     /// Put each student's sheet from DIR/sheets (`exercise --roster FILE --out DIR`) in
@@ -149,11 +156,21 @@ pub fn run(args: Options) -> Result<u8> {
         watch_kernel_starts(class.uids.clone());
     }
     let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
-    let served = serve(&class.shared, &class.config_file, addr, &class.handout);
-    if let Some(groups) = class.memory {
-        groups.remove();
-    }
+    let served = serve(&class, addr);
+    remove_groups(&class.limits);
     served
+}
+
+/// Removes the hub's cgroups (every student's, and its own), saying which stayed.
+fn remove_groups(limits: &[limits::Limit]) {
+    for limit in limits {
+        for left in limit.remove() {
+            warn(&format!(
+                "attention-lab hub: {} still has processes: left in place",
+                left.display()
+            ));
+        }
+    }
 }
 
 /// `--hand-out` and `--collect`: each student's sheet out, or their answers in, as that
@@ -188,7 +205,8 @@ struct SetUp {
     handout: String,
     /// The class's users (none in a demo), whose kernels' starts the hub watches.
     uids: Vec<u32>,
-    memory: Option<limits::MemoryGroups>,
+    /// The students' memory and pids groups, those the hub could make.
+    limits: Vec<limits::Limit>,
 }
 
 /// The shared folder, every account (with its home seeded once), the memory groups and
@@ -217,25 +235,20 @@ fn set_up(
             if new {
                 seed_student(&shared, &account)?;
                 made.push(account.name.clone());
+            } else {
+                reseed_if_stale(&shared, &account)?;
             }
+            seeded(&shared, &account)?;
             if name == &args.teacher.as_str() {
                 grading::course(&account)?;
+                grading::exchange(&shared, &account)?;
             }
         }
     }
-    let memory = match args.mem_limit {
-        0 => None,
-        _ if args.single_user_demo || args.setup_only => None,
-        bytes => {
-            let groups = limits::prepare(Path::new("/sys/fs/cgroup"), bytes)?;
-            if groups.is_none() {
-                warn(
-                    "attention-lab hub: no writable memory cgroup here: students' memory is \
-                     not limited (--mem-limit)",
-                );
-            }
-            groups
-        }
+    let limits = if args.single_user_demo || args.setup_only {
+        Vec::new()
+    } else {
+        make_groups(args.mem_limit, args.pids_limit)?
     };
     let class = config::Class {
         students: names.to_vec(),
@@ -244,7 +257,7 @@ fn set_up(
         port: args.port,
         cull_after: args.cull_idle,
         demo: args.single_user_demo,
-        memory: memory.clone(),
+        limits: limits.clone(),
     };
     let config_file = shared.state().join("jupyterhub_config.py");
     attention_lab_io::error::write_file(&config_file, config::config(&shared, &class).as_bytes())?;
@@ -262,6 +275,7 @@ fn set_up(
     let issued = passwords::issue(&shared, &accounts, &renew)?;
     let handout = handout(args, students, &made, &issued);
     if let Some(signal) = process::stop_signal() {
+        remove_groups(&limits);
         process::die_of(signal);
     }
     Ok(SetUp {
@@ -269,13 +283,40 @@ fn set_up(
         config_file,
         handout,
         uids,
-        memory,
+        limits,
     })
+}
+
+/// The students' memory groups (each `mem_limit` bytes, the sum capped at
+/// [`limits::class_cap`] of the machine) and pids groups (`pids_limit` each), those that can
+/// be made here; a warning for each that cannot.
+fn make_groups(mem_limit: u64, pids_limit: u64) -> Result<Vec<limits::Limit>> {
+    use limits::Controller;
+    let root = Path::new("/sys/fs/cgroup");
+    let cap = limits::class_cap(limits::machine_memory());
+    let mut made = Vec::new();
+    for (controller, value, cap, flag) in [
+        (Controller::Memory, mem_limit, cap, "--mem-limit"),
+        (Controller::Pids, pids_limit, 0, "--pids-limit"),
+    ] {
+        if value == 0 {
+            continue;
+        }
+        match limits::prepare(root, controller, value, cap)? {
+            Some(limit) => made.push(limit),
+            None => warn(&format!(
+                "attention-lab hub: no writable {controller:?} cgroup here: students are not \
+                 limited ({flag})"
+            )),
+        }
+    }
+    Ok(made)
 }
 
 /// Serves until a stop signal, a teacher's "Shut down hub" or a crash loop; every process
 /// below us is stopped then.
-fn serve(shared: &Shared, config_file: &Path, addr: SocketAddr, handout: &str) -> Result<u8> {
+fn serve(class: &SetUp, addr: SocketAddr) -> Result<u8> {
+    let (shared, config_file) = (&class.shared, &class.config_file);
     let start = || {
         Command::new(shared.venv().join("bin/jupyterhub"))
             .arg("-f")
@@ -296,19 +337,14 @@ fn serve(shared: &Shared, config_file: &Path, addr: SocketAddr, handout: &str) -
             })
     };
     let mut child = start()?;
-    if let Some(code) = supervise::await_server(&mut child, addr, "JupyterHub")? {
-        return Ok(code);
-    }
-    if let Err(e) = print(handout) {
+    await_hub(&mut child, addr, &class.limits)?;
+    if let Err(e) = print(&class.handout) {
         supervise::stop_server(&mut child, "JupyterHub");
         return Err(e);
     }
     let mut crashes: Vec<Instant> = Vec::new();
     loop {
-        let code = match supervise::watch(&mut child, "JupyterHub")? {
-            supervise::Ended::Stopped(code) => return Ok(code),
-            supervise::Ended::Exited(code) => code,
-        };
+        let code = watch(&mut child, &class.limits)?;
         crashes.retain(|t| t.elapsed() < RESTART_WINDOW);
         // Exit 0 is a teacher's "Shut down hub"; a crash loop is no class either.
         if code == 0 || crashes.len() >= RESTARTS {
@@ -330,10 +366,78 @@ fn serve(shared: &Shared, config_file: &Path, addr: SocketAddr, handout: &str) -
              (students' servers keep running)"
         ));
         child = start()?;
-        if let Some(code) = supervise::await_server(&mut child, addr, "JupyterHub")? {
-            return Ok(code);
+        await_hub(&mut child, addr, &class.limits)?;
+    }
+}
+
+/// On a stop signal: JupyterHub and everything below us stopped, then the hub's cgroups
+/// removed, then this process ended by that signal (as `supervise`'s waits end it, which
+/// would leave the groups behind).
+fn stop_if_signalled(child: &mut std::process::Child, limits: &[limits::Limit]) {
+    if let Some(signal) = process::stop_signal() {
+        supervise::stop_server(child, "JupyterHub");
+        remove_groups(limits);
+        process::die_of(signal);
+    }
+}
+
+/// Waits for JupyterHub to answer on `addr` (at most 180 s), or a stop signal.
+///
+/// # Errors
+/// It ended first (everything below us is stopped), or did not answer in time (stopped).
+fn await_hub(
+    child: &mut std::process::Child,
+    addr: SocketAddr,
+    limits: &[limits::Limit],
+) -> Result<()> {
+    let started = Instant::now();
+    while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        stop_if_signalled(child, limits);
+        if let Ok(Some(status)) = child.try_wait() {
+            supervise::stop_leftovers();
+            return Err(problem!("JupyterHub stopped before serving ({status})"));
+        }
+        if started.elapsed() > Duration::from_secs(180) {
+            supervise::stop_server(child, "JupyterHub");
+            return Err(problem!(
+                "JupyterHub did not answer on port {} in 180 s",
+                addr.port()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Ok(())
+}
+
+/// Waits for JupyterHub to end (its status, 128 + N for a signal N), reaping orphans
+/// re-parented to us meanwhile; a stop signal ends the class ([`stop_if_signalled`]).
+///
+/// # Errors
+/// Waiting for it failed (it is stopped).
+fn watch(child: &mut std::process::Child, limits: &[limits::Limit]) -> Result<u8> {
+    use std::os::unix::process::ExitStatusExt;
+    for round in 0u64.. {
+        stop_if_signalled(child, limits);
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let code = status.code().or_else(|| status.signal().map(|s| 128 + s));
+                return Ok(code.map_or(1, |code| u8::try_from(code).unwrap_or(1)));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => {
+                supervise::stop_server(child, "JupyterHub");
+                return Err(problem!(
+                    "waiting for JupyterHub: {}",
+                    attention_lab_io::error::io_text(&e)
+                ));
+            }
+        }
+        // Orphans re-parented to us (a restarted kernel's children) would stay zombies.
+        if round % 50 == 49 {
+            process::reap_orphans(child.id());
         }
     }
+    unreachable!("the loop ends by returning")
 }
 
 /// Gives each kernel of the class, which starts at a low priority (see
@@ -427,6 +531,44 @@ fn seed_student(shared: &Shared, account: &Account) -> Result<()> {
             false => Pick::Link,
         };
         accounts::seed(&crates, &cache.join("evcxr"), account, &pick)?;
+    }
+    Ok(())
+}
+
+/// Where the hub notes which warm build an account's build folder was seeded from (root's).
+fn seeded_marker(shared: &Shared, account: &Account) -> PathBuf {
+    shared.state().join("seeded").join(&account.name)
+}
+
+/// Notes that `account`'s build folder now starts from the current warm build.
+fn seeded(shared: &Shared, account: &Account) -> Result<()> {
+    let marker = seeded_marker(shared, account);
+    let key = shared::warm_key_written(shared);
+    let dir = shared.state().join("seeded");
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), "create", e))?;
+    attention_lab_io::error::write_file(&marker, key.as_bytes())
+}
+
+/// An account made before the warm build was redone (an upgrade of the hub, new lessons)
+/// gets a build folder from the new one ([`accounts::reseed_build`]); its compiled cells
+/// would otherwise all be rebuilt.
+fn reseed_if_stale(shared: &Shared, account: &Account) -> Result<()> {
+    let key = shared::warm_key_written(shared);
+    let marker = seeded_marker(shared, account);
+    if key.is_empty() || std::fs::read_to_string(&marker).is_ok_and(|k| k == key) {
+        return Ok(());
+    }
+    let built = build::warm_build(&shared.warm().join(attention_lab_io::cache::FOLDER));
+    if !built.is_dir() {
+        return Ok(());
+    }
+    if !accounts::reseed_build(&built, account)? {
+        warn(&format!(
+            "attention-lab hub: {}: a folder of ~/.cache/{}/ is not theirs or a link: build \
+             folder left as it is",
+            account.name,
+            attention_lab_io::cache::FOLDER
+        ));
     }
     Ok(())
 }

@@ -591,17 +591,7 @@ fn warm(shared: &Shared) -> Result<()> {
         .iter()
         .map(|name| fs::read_to_string(shared.evcxr_config().join(name)).unwrap_or_default())
         .collect();
-    let key = format!(
-        "{}\n{}\n{}\n",
-        start.join("\n"),
-        fs::metadata(shared.bin()).map(|m| m.len()).unwrap_or(0),
-        fs::read_dir(shared.notebooks())
-            .map(|d| d
-                .filter_map(|e| e.ok())
-                .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
-                .sum::<u64>())
-            .unwrap_or(0)
-    );
+    let key = warm_key(&start, &shared.bin(), &shared.notebooks());
     let marker = shared.root().join("warm.ready");
     if fs::read_to_string(&marker).is_ok_and(|k| k == key) && warm.is_dir() {
         return Ok(());
@@ -641,6 +631,59 @@ fn warm(shared: &Shared) -> Result<()> {
         ));
     }
     write_file(&marker, key.as_bytes())
+}
+
+/// What the warm build is keyed by: the kernel's start, and the content of the binary and of
+/// each lesson (a 64-bit FNV-1a of each, by name): a rebuilt binary of the same size, or a
+/// lesson edited to the same length, is a new warm build.
+///
+/// ```
+/// use attention_lab_hub::shared::warm_key;
+/// let dir = tempfile::tempdir()?;
+/// let (bin, lessons) = (dir.path().join("bin"), dir.path().join("lessons"));
+/// std::fs::create_dir(&lessons)?;
+/// std::fs::write(&bin, "abcd")?;
+/// std::fs::write(lessons.join("000.ipynb"), "{}")?;
+/// let key = warm_key(&[], &bin, &lessons);
+/// std::fs::write(&bin, "abce")?;
+/// assert_ne!(warm_key(&[], &bin, &lessons), key);
+/// std::fs::write(&bin, "abcd")?;
+/// std::fs::write(lessons.join("000.ipynb"), "[]")?;
+/// assert_ne!(warm_key(&[], &bin, &lessons), key);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn warm_key(start: &[String], bin: &Path, notebooks: &Path) -> String {
+    let mut lessons: Vec<PathBuf> = fs::read_dir(notebooks)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    lessons.sort();
+    let mut key = format!("{}\nbin {:016x}\n", start.join("\n"), fnv(bin));
+    for lesson in lessons {
+        let name = lesson.file_name().unwrap_or_default().to_string_lossy();
+        key.push_str(&format!("{name} {:016x}\n", fnv(&lesson)));
+    }
+    key
+}
+
+/// The key of the warm build made last (empty before the first).
+pub fn warm_key_written(shared: &Shared) -> String {
+    fs::read_to_string(shared.root().join("warm.ready")).unwrap_or_default()
+}
+
+/// FNV-1a (64 bits) of a file's bytes, taken 8 at a time (0 when it cannot be read).
+fn fnv(path: &Path) -> u64 {
+    let bytes = fs::read(path).unwrap_or_default();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut words = bytes.chunks_exact(8);
+    for word in words.by_ref() {
+        hash ^= u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    for &byte in words.remainder() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
 }
 
 /// Makes everything below `dir` readable (and folders enterable) by all, as `chmod -R a+rX`;

@@ -2,7 +2,7 @@
 //! object, so a name error or a bad literal fails here, not when a teacher starts the hub.
 
 use attention_lab_hub::config::{config, Class};
-use attention_lab_hub::limits::MemoryGroups;
+use attention_lab_hub::limits::Limit;
 use attention_lab_hub::shared::Shared;
 use std::process::Command;
 
@@ -19,6 +19,25 @@ hub = types.ModuleType("jupyterhub")
 hub.spawner = spawner
 sys.modules["jupyterhub"] = hub
 sys.modules["jupyterhub.spawner"] = spawner
+handlers = types.ModuleType("jupyterhub.handlers")
+handlers.BaseHandler = type("BaseHandler", (), {})
+sys.modules["jupyterhub.handlers"] = handlers
+firstuse = types.ModuleType("firstuseauthenticator.firstuseauthenticator")
+class FirstUseAuthenticator:
+    def delete_user(self, user):
+        raise AssertionError("firstuse's delete_user drops the password")
+firstuse.FirstUseAuthenticator = FirstUseAuthenticator
+firstuse.CustomLoginHandler = type("CustomLoginHandler", (), {})
+sys.modules["firstuseauthenticator"] = types.ModuleType("firstuseauthenticator")
+sys.modules["firstuseauthenticator.firstuseauthenticator"] = firstuse
+tornado = types.ModuleType("tornado")
+tornado.web = types.ModuleType("tornado.web")
+tornado.web.authenticated = lambda f: f
+sys.modules["tornado"], sys.modules["tornado.web"] = tornado, tornado.web
+# bcrypt's shape, not its hash.
+bcrypt = types.ModuleType("bcrypt")
+bcrypt.checkpw = lambda password, stored: stored == b"hash:" + password
+sys.modules["bcrypt"] = bcrypt
 "#;
 
 /// Runs the config under Python; returns what it set, as `section.name = repr(value)` lines.
@@ -77,7 +96,7 @@ fn class<'a>(students: Vec<&'a str>, demo: bool) -> Class<'a> {
         port: 8000,
         cull_after: 600,
         demo,
-        memory: None,
+        limits: Vec::new(),
     }
 }
 
@@ -88,7 +107,7 @@ fn a_class_config_runs_and_names_the_roster_the_spawner_and_the_kernel() {
     for line in [
         "Authenticator.allowed_users = {'alice', 'bob'}",
         "Authenticator.admin_users = {'teacher'}",
-        "JupyterHub.authenticator_class = 'firstuseauthenticator.FirstUseAuthenticator'",
+        "JupyterHub.authenticator_class = <class 'ClassAuthenticator'>",
         "Spawner.cmd = ['/srv/h/venv/bin/jupyterhub-singleuser']",
         "Spawner.args = ['--MultiKernelManager.default_kernel_name=attention-lab-rust', '--MappingKernelManager.kernel_info_timeout=600', '--KernelManager.transport=ipc']",
         "JupyterHub.bind_url = 'http://:8000/'",
@@ -176,24 +195,67 @@ fn a_class_starts_each_server_at_a_low_priority_and_lets_it_take_the_normal_one_
 }
 
 #[test]
-fn a_limited_class_puts_each_server_in_its_students_memory_group_before_dropping_to_them() {
+fn a_limited_class_puts_each_server_in_its_students_groups_before_dropping_to_them() {
     let groups = tempfile::tempdir().unwrap();
     let mut limited = class(vec!["alice"], false);
-    limited.memory = Some(MemoryGroups {
-        parent: groups.path().join("attention-lab-hub"),
-        limit_file: "memory.limit_in_bytes",
-        bytes: 2 << 30,
-    });
+    let (memory, pids) = (groups.path().join("memory"), groups.path().join("pids"));
+    limited.limits = vec![
+        Limit {
+            parent: memory.join("attention-lab-hub"),
+            file: "memory.limit_in_bytes",
+            value: 2 << 30,
+        },
+        Limit {
+            parent: pids.join("attention-lab-hub"),
+            file: "pids.max",
+            value: 512,
+        },
+    ];
     let out = run(
         &config(&Shared::new("/srv/h"), &limited),
         "import os\nroot.JupyterHub.spawner_class().make_preexec_fn('alice')()\nprint('pid', os.getpid())\n",
     );
-    let group = groups.path().join("attention-lab-hub/alice");
+    let group = memory.join("attention-lab-hub/alice");
     let limit = std::fs::read_to_string(group.join("memory.limit_in_bytes")).unwrap();
     assert_eq!(limit, (2u64 << 30).to_string());
     let pid = std::fs::read_to_string(group.join("cgroup.procs")).unwrap();
-    // The group is joined first, then the student's pre-exec function runs.
+    let in_pids = pids.join("attention-lab-hub/alice");
+    assert_eq!(
+        std::fs::read_to_string(in_pids.join("pids.max")).unwrap(),
+        "512"
+    );
+    assert_eq!(
+        std::fs::read_to_string(in_pids.join("cgroup.procs")).unwrap(),
+        pid
+    );
+    // The groups are joined first, then the student's pre-exec function runs.
     assert_eq!(out, format!("dropped to alice\npid {pid}\n"));
     assert!(config(&Shared::new("/srv/h"), &limited)
         .contains("c.JupyterHub.spawner_class = ClassSpawner"),);
+}
+
+/// The class's authenticator checks a current password against the stored hash, and
+/// deleting a user keeps their password; its change-password page is its own.
+#[test]
+fn the_authenticator_checks_the_current_password_and_keeps_a_deleted_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("passwords");
+    let out = run(
+        &config(&Shared::new("/srv/h"), &class(vec!["alice"], false)),
+        &format!(
+            "import dbm, types\n\
+             auth = root.JupyterHub.authenticator_class()\n\
+             auth.dbm_path = {db:?}\n\
+             with dbm.open(auth.dbm_path, 'c') as db:\n    db[b'alice'] = b'hash:right'\n\
+             print(auth.check_password('alice', 'right'), auth.check_password('alice', 'wrong'), auth.check_password('bob', 'right'))\n\
+             auth.delete_user(types.SimpleNamespace(name='alice'))\n\
+             print(auth.check_password('alice', 'right'))\n\
+             print([h[0] for h in auth.get_handlers(None)], auth.get_handlers(None)[1][1].__name__)\n",
+            db = db.display().to_string()
+        ),
+    );
+    assert_eq!(
+        out,
+        "True False False\nTrue\n['/login', '/auth/change-password'] ChangePasswordHandler\n"
+    );
 }
