@@ -25,13 +25,14 @@
     return el;
   };
 
-  // The height of the panel the notebook scrolls in (JupyterLab's), else the window's.
+  // The height of the panel the notebook scrolls in (JupyterLab's: the nearest ancestor that
+  // scrolls, not an output's box, whose overflow is auto too), less a margin; else the window's.
   function height() {
     for (var el = root.parentNode; el && el.nodeType === 1; el = el.parentNode) {
       var y = getComputedStyle(el).overflowY;
-      if ((y === 'auto' || y === 'scroll') && el.clientHeight > 0) return Math.min(el.clientHeight, window.innerHeight);
+      if ((y === 'auto' || y === 'scroll') && el.clientHeight > 0 && el.scrollHeight > el.clientHeight + 1) return Math.min(el.clientHeight, window.innerHeight) - 8;
     }
-    return window.innerHeight || 800;
+    return (window.innerHeight || 800) - 8;
   }
 
   // The bar above a view: its menus and buttons, then the size menu, the dark switch and the
@@ -70,7 +71,8 @@
     var refit = function () { if (root.clientWidth + ' ' + zoom !== last) fit(); };
     if (window.ResizeObserver) new ResizeObserver(refit).observe(root);
     window.addEventListener('resize', refit);
-    div.layout = function (a) { arrange = a; fit(); };
+    // Laid out now, and again once the page around the view is whole.
+    div.layout = function (a) { arrange = a; fit(); setTimeout(fit, 0); };
     var theme = document.body && document.body.getAttribute('data-jp-theme-light') === 'false';
     if (theme) root.classList.add('alab-dark');
     button(div, 'dark', function () { root.classList.toggle('alab-dark'); });

@@ -88,11 +88,19 @@
       function (z) { svg.setAttribute('width', box.width * z); svg.setAttribute('height', box.height * z); text(Number(z)); });
     var now = Number(svg.getAttribute('width')) / box.width;
     text(now);
-    // Taller than the panel the notebook scrolls in: the view scrolls inside, under its bar.
-    for (var el = root.parentNode; el && el.nodeType === 1; el = el.parentNode) {
-      var y = getComputedStyle(el).overflowY;
-      if ((y === 'auto' || y === 'scroll') && el.clientHeight > 0) { root.style.maxHeight = Math.max(300, Math.min(el.clientHeight, window.innerHeight)) + 'px'; break; }
-    }
+    // Taller than the panel the notebook scrolls in: the view scrolls inside, under its bar
+    // (measured now, once the page is whole, and when the window is resized).
+    var limit = function () {
+      var most = window.innerHeight;
+      for (var el = root.parentNode; el && el.nodeType === 1; el = el.parentNode) {
+        var y = getComputedStyle(el).overflowY;
+        if ((y === 'auto' || y === 'scroll') && el.clientHeight > 0 && el.scrollHeight > el.clientHeight + 1) { most = Math.min(el.clientHeight, most); break; }
+      }
+      root.style.maxHeight = Math.max(300, most - 8) + 'px';
+    };
+    limit();
+    setTimeout(limit, 0);
+    window.addEventListener('resize', limit);
     if (!all(sizes, 'option').some(function (o) { return Number(o.value) === now; })) option(sizes, now, Math.round(now * 100) + '%');
     sizes.value = String(now);
     sizes.title = 'size';
