@@ -13,8 +13,8 @@
 // fitting 1366 x 768 with the file browser open; no console error and no network request from
 // either view.
 //
-// Then e2e/fit.test.mjs (issue 47: the views and pictures of 000, 008 and 010 fit 1366 x 768
-// at 100% and 150%).
+// Then e2e/fit.test.mjs and e2e/lab_fit.test.mjs (issue 47: the views and pictures of 000,
+// 008, 010 and 011 fit 1366 x 768 with the file browser open, at 100% and 150%).
 //
 // Usage: ATTENTION_LAB_BIN=/path/to/attention-lab node e2e/lab.test.mjs
 // Screenshots: target/e2e/*.png (relative to the repository).
@@ -793,9 +793,13 @@ async function main() {
     }
     fs.rmSync(profile, { recursive: true, force: true });
   }
-  // Issue 47: the stored views and pictures of 000, 008 and 010 fit 1366 x 768 at 100% and 150%.
-  const fit = spawnSync(process.execPath, [path.join(repo, 'e2e', 'fit.test.mjs')], { stdio: 'inherit' });
-  if (fit.status !== 0) failures.push(`e2e/fit.test.mjs failed (status ${fit.status})`);
+  // Issue 47: the stored views and pictures of 000, 008, 010 and 011 fit 1366 x 768 with the
+  // file browser open at 100% and 150%, in a page of JupyterLab's size, then in JupyterLab
+  // (the venv `lab` made).
+  for (const test of ['fit.test.mjs', 'lab_fit.test.mjs']) {
+    const run = spawnSync(process.execPath, [path.join(repo, 'e2e', test)], { stdio: 'inherit' });
+    if (run.status !== 0) failures.push(`e2e/${test} failed (status ${run.status})`);
+  }
   if (failures.length) {
     for (const f of failures) console.error(`FAIL ${f}`);
     process.exit(1);

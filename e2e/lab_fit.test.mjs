@@ -32,6 +32,16 @@ if (!fs.existsSync(jupyter)) {
   process.exit(2);
 }
 
+// How many views and pictures the notebook stores.
+function stored(name) {
+  const nb = JSON.parse(fs.readFileSync(path.join(repo, 'notebooks', `${name}.ipynb`), 'utf8'));
+  return nb.cells.flatMap((c) => c.outputs || []).filter((o) => {
+    const html = o.data && o.data['text/html'];
+    const text = Array.isArray(html) ? html.join('') : html || '';
+    return text.includes('alab-view') || text.includes('alab-figure');
+  }).length;
+}
+
 function freePort() {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -80,6 +90,9 @@ try {
   for (const name of NOTEBOOKS) {
     const stem = name.slice(0, 3);
     await page.goto(`${base}/lab/tree/${name}.ipynb?token=${token}`);
+    // JupyterLab restores the notebooks opened before: wait for this one's tab to be current.
+    await page.waitForFunction((file) => [...document.querySelectorAll('.jp-mod-current .lm-TabBar-tab.lm-mod-current, .lm-DockPanel .lm-TabBar-tab.lm-mod-current')]
+      .some((t) => t.textContent.includes(file)), `${name}.ipynb`, { timeout: 120000 });
     await page.waitForSelector(`${PANEL} .jp-Cell`, { timeout: 120000 });
     // The project's kernel is not installed here: JupyterLab asks for one; no kernel.
     const dialog = page.locator('.jp-Dialog');
@@ -90,15 +103,32 @@ try {
     if (files < 100) failures.push(`${stem}: the file browser is not open (${files} px)`);
     const outputs = page.locator(`${PANEL} .jp-OutputArea-output:has(div.alab-view, img.alab-figure)`);
     await outputs.first().waitFor({ timeout: 60000 }).catch(() => {});
-    await page.waitForTimeout(1000);
-    const count = await outputs.count();
-    if (!count) {
-      failures.push(`${stem}: no view or picture`);
-      await page.screenshot({ path: path.join(shots, `${stem}-none.png`) });
-    }
-    for (let i = 0; i < count; i++) {
-      const output = outputs.nth(i);
+    // JupyterLab renders the cells near the screen only: scroll down the notebook, checking
+    // each view or picture once (a cell's index and the output's place in it), until every
+    // one the notebook stores is checked.
+    const expected = stored(name);
+    const done = new Set();
+    let i = 0;
+    for (let step = 0; step < 400 && done.size < expected; step++) {
       await dismiss();
+      const keys = await outputs.evaluateAll((els) => els.map((el) => {
+        const cell = el.closest('.jp-Cell');
+        return `${cell.getAttribute('data-windowed-list-index')}:${[...cell.querySelectorAll('.jp-OutputArea-output')].indexOf(el)}`;
+      }));
+      const next = keys.findIndex((k) => !done.has(k));
+      if (next < 0) {
+        const end = await page.evaluate((panel) => {
+          const s = document.querySelector(`${panel} .jp-WindowedPanel-outer`);
+          const before = s.scrollTop;
+          s.scrollTop += 300;
+          return s.scrollTop === before;
+        }, PANEL);
+        await page.waitForTimeout(end ? 1000 : 150);
+        continue;
+      }
+      done.add(keys[next]);
+      const output = outputs.nth(next);
+      i += 1;
       await output.scrollIntoViewIfNeeded();
       await page.waitForTimeout(300);
       const views = await output.locator('div.alab-view').count();
@@ -119,11 +149,12 @@ try {
         await page.screenshot({ path: path.join(shots, `${stem}-model-view-layer3-150.png`) });
       } else if (views) {
         await page.screenshot({ path: path.join(shots, `${stem}-output${i}-150.png`) });
-      } else if (stem === '008' && i === 0) {
+      } else if (stem === '008' && i === 1) {
         await page.screenshot({ path: path.join(shots, `${stem}-layer-grid.png`) });
       }
       if (views) await sizeTo(output, 1);
     }
+    if (done.size !== expected) failures.push(`${stem}: ${done.size} views and pictures checked of the ${expected} stored`);
   }
   failures.push(...errors.filter((e) => !/kernel|Kernel|404/.test(e)).map((e) => `console: ${e}`));
 } catch (error) {
