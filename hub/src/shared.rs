@@ -633,9 +633,10 @@ fn warm(shared: &Shared) -> Result<()> {
     write_file(&marker, key.as_bytes())
 }
 
-/// What the warm build is keyed by: the kernel's start, and the content of the binary and of
-/// each lesson (a 64-bit FNV-1a of each, by name): a rebuilt binary of the same size, or a
-/// lesson edited to the same length, is a new warm build.
+/// What the warm build is keyed by: the kernel's start, the binary's content and each
+/// lesson's code cells (a 64-bit FNV-1a of each, by name): a rebuilt binary of the same size
+/// or a cell edited to the same length is a new warm build; a lesson whose stored outputs
+/// alone changed is not (the replay compiles the code).
 ///
 /// ```
 /// use attention_lab_hub::shared::warm_key;
@@ -643,13 +644,18 @@ fn warm(shared: &Shared) -> Result<()> {
 /// let (bin, lessons) = (dir.path().join("bin"), dir.path().join("lessons"));
 /// std::fs::create_dir(&lessons)?;
 /// std::fs::write(&bin, "abcd")?;
-/// std::fs::write(lessons.join("000.ipynb"), "{}")?;
+/// let lesson = |code: &str, output: &str| format!(
+///     r#"{{"cells": [{{"cell_type": "code", "source": ["{code}"], "outputs": ["{output}"]}}]}}"#
+/// );
+/// std::fs::write(lessons.join("000.ipynb"), lesson("let a = 1;", "x"))?;
 /// let key = warm_key(&[], &bin, &lessons);
 /// std::fs::write(&bin, "abce")?;
 /// assert_ne!(warm_key(&[], &bin, &lessons), key);
 /// std::fs::write(&bin, "abcd")?;
-/// std::fs::write(lessons.join("000.ipynb"), "[]")?;
+/// std::fs::write(lessons.join("000.ipynb"), lesson("let a = 2;", "x"))?;
 /// assert_ne!(warm_key(&[], &bin, &lessons), key);
+/// std::fs::write(lessons.join("000.ipynb"), lesson("let a = 1;", "a new output"))?;
+/// assert_eq!(warm_key(&[], &bin, &lessons), key);
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn warm_key(start: &[String], bin: &Path, notebooks: &Path) -> String {
@@ -657,12 +663,40 @@ pub fn warm_key(start: &[String], bin: &Path, notebooks: &Path) -> String {
         .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();
     lessons.sort();
-    let mut key = format!("{}\nbin {:016x}\n", start.join("\n"), fnv(bin));
+    let mut key = format!(
+        "{}\nbin {:016x}\n",
+        start.join("\n"),
+        fnv(&fs::read(bin).unwrap_or_default())
+    );
     for lesson in lessons {
         let name = lesson.file_name().unwrap_or_default().to_string_lossy();
-        key.push_str(&format!("{name} {:016x}\n", fnv(&lesson)));
+        key.push_str(&format!("{name} {:016x}\n", fnv(&code_of(&lesson))));
     }
     key
+}
+
+/// The code cells' sources of a notebook, each followed by a NUL (the whole file when it is
+/// no notebook).
+fn code_of(path: &Path) -> Vec<u8> {
+    let bytes = fs::read(path).unwrap_or_default();
+    let Ok(nb) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return bytes;
+    };
+    let mut code = Vec::new();
+    for cell in nb["cells"].as_array().into_iter().flatten() {
+        if cell["cell_type"] == "code" {
+            match &cell["source"] {
+                serde_json::Value::Array(lines) => {
+                    for line in lines {
+                        code.extend_from_slice(line.as_str().unwrap_or_default().as_bytes());
+                    }
+                }
+                other => code.extend_from_slice(other.as_str().unwrap_or_default().as_bytes()),
+            }
+            code.push(0);
+        }
+    }
+    code
 }
 
 /// The key of the warm build made last (empty before the first).
@@ -670,9 +704,8 @@ pub fn warm_key_written(shared: &Shared) -> String {
     fs::read_to_string(shared.root().join("warm.ready")).unwrap_or_default()
 }
 
-/// FNV-1a (64 bits) of a file's bytes, taken 8 at a time (0 when it cannot be read).
-fn fnv(path: &Path) -> u64 {
-    let bytes = fs::read(path).unwrap_or_default();
+/// FNV-1a (64 bits) of bytes taken 8 at a time.
+fn fnv(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut words = bytes.chunks_exact(8);
     for word in words.by_ref() {
