@@ -118,6 +118,17 @@ try {
       const title = await p.locator('svg.alab-model-view g.alab-detail text.alab-title').textContent();
       if (title !== 'layer 3, head 8') failures.push(`${item.name}: opened "${title}"`);
       await shoot(p, `${item.name}-layer3-150`);
+      // On resize the view lays itself out again: beside the grid in a wide output area, under
+      // it again in the narrow one.
+      const placed = async (width) => {
+        await p.evaluate((w) => { document.querySelector('.jp-OutputArea-output').style.width = `${w}px`; }, width);
+        await p.waitForTimeout(200);
+        return p.evaluate(() => document.querySelector('svg.alab-model-view g.alab-detail').hasAttribute('transform') ? 'under' : 'beside');
+      };
+      const wide = await placed(1400);
+      const narrow = await placed(OUTPUT_WIDTH - 20);
+      if (wide !== 'beside' || narrow !== 'under') failures.push(`${item.name}: at 150% the open layer is ${wide} the grid in 1400 px and ${narrow} it in ${OUTPUT_WIDTH - 20} px`);
+      checked += 1;
       // The same scrolled inside the view to the open layer's last token.
       await p.evaluate(() => { const v = document.querySelector('div.alab-view'); v.scrollTop = v.scrollHeight; });
       await shoot(p, `${item.name}-layer3-150-scrolled`);

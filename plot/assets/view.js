@@ -55,20 +55,26 @@
     sizes.title = 'size';
     var w0 = box.width, h0 = box.height;
     var arrange = function () { return [w0, h0]; };
-    var last = '';
-    function fit() {
-      // The bar's text grows with the view (13 px at 100%), never under 12 px.
-      div.style.fontSize = Math.max(12, 13 * zoom) + 'px';
-      var room = root.clientWidth || svg.parentNode.clientWidth || 1e6;
+    var last = { width: 0, zoom: 0 };
+    function apply(room) {
       var size = arrange(room / zoom - 1, Math.max(200, height() - div.offsetHeight - 8) / zoom);
       svg.setAttribute('viewBox', '0 0 ' + size[0] + ' ' + size[1]);
       svg.setAttribute('width', size[0] * zoom);
       svg.setAttribute('height', size[1] * zoom);
+    }
+    function fit() {
+      // The bar's text grows with the view (13 px at 100%), never under 12 px.
+      div.style.fontSize = Math.max(12, 13 * zoom) + 'px';
       // What is still taller than the panel scrolls inside the view, under its bar.
       root.style.maxHeight = Math.max(300, height()) + 'px';
-      last = room + ' ' + zoom;
+      var room = root.clientWidth || svg.parentNode.clientWidth || 1e6;
+      apply(room);
+      // Its scroll bar, if it now has one, takes from the width: lay it out once more.
+      if (root.clientWidth && root.clientWidth < room) apply(root.clientWidth);
+      last = { width: root.clientWidth, zoom: zoom };
     }
-    var refit = function () { if (root.clientWidth + ' ' + zoom !== last) fit(); };
+    // A new width (not a scroll bar's coming or going) or size lays the view out again.
+    var refit = function () { if (Math.abs(root.clientWidth - last.width) > 20 || zoom !== last.zoom) fit(); };
     if (window.ResizeObserver) new ResizeObserver(refit).observe(root);
     window.addEventListener('resize', refit);
     // Laid out now, and again once the page around the view is whole.
