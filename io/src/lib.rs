@@ -17,6 +17,7 @@
 
 pub mod cache;
 pub mod error;
+pub mod size;
 
 use std::fs::{self, File, Metadata};
 use std::io::{self, Write};
