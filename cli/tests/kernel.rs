@@ -196,8 +196,13 @@ struct Client {
 }
 
 impl Client {
+    fn port(&self, channel: &str) -> u16 {
+        let port = self.ports[format!("{channel}_port")].as_u64().unwrap();
+        u16::try_from(port).unwrap()
+    }
+
     fn endpoint(&self, channel: &str) -> String {
-        format!("tcp://127.0.0.1:{}", self.ports[format!("{channel}_port")])
+        format!("tcp://127.0.0.1:{}", self.port(channel))
     }
 
     fn dealer(&self, channel: &str) -> zeromq::DealerSocket {
@@ -215,7 +220,7 @@ impl Client {
             loop {
                 let frames = tokio::time::timeout(WAIT, socket.recv())
                     .await
-                    .expect("no reply")
+                    .unwrap_or_else(|_| panic!("no reply to {}", request.msg_type()))
                     .unwrap();
                 let reply = Message::decode(&frames.into_vec(), &self.key).unwrap();
                 if reply.parent_header["msg_id"] == request.header["msg_id"] {
@@ -317,9 +322,8 @@ fn start(home: &Path, connection: &Value) -> Child {
         .unwrap()
 }
 
-#[test]
-fn bad_messages_on_every_channel_change_nothing_and_the_owner_s_shutdown_ends_it() {
-    let home = tempfile::tempdir().unwrap();
+/// A kernel on five free ports of 127.0.0.1 with the owner's key, once it listens.
+fn serve_kernel(home: &Path) -> (Child, Client) {
     let ports = json!({
         "shell_port": free_port(), "iopub_port": free_port(), "stdin_port": free_port(),
         "control_port": free_port(), "hb_port": free_port(),
@@ -329,7 +333,7 @@ fn bad_messages_on_every_channel_change_nothing_and_the_owner_s_shutdown_ends_it
     connection["transport"] = json!("tcp");
     connection["signature_scheme"] = json!("hmac-sha256");
     connection["key"] = json!("the owner's key");
-    let mut kernel = start(home.path(), &connection);
+    let mut kernel = start(home, &connection);
     let client = Client {
         rt: tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -341,12 +345,7 @@ fn bad_messages_on_every_channel_change_nothing_and_the_owner_s_shutdown_ends_it
         ports,
     };
     let started = Instant::now();
-    while TcpStream::connect((
-        "127.0.0.1",
-        client.ports["shell_port"].as_u64().unwrap() as u16,
-    ))
-    .is_err()
-    {
+    while TcpStream::connect(("127.0.0.1", client.port("shell"))).is_err() {
         assert!(
             kernel.try_wait().unwrap().is_none(),
             "the kernel ended before it listened"
@@ -354,6 +353,13 @@ fn bad_messages_on_every_channel_change_nothing_and_the_owner_s_shutdown_ends_it
         assert!(started.elapsed() < WAIT, "the kernel never listened");
         std::thread::sleep(Duration::from_millis(100));
     }
+    (kernel, client)
+}
+
+#[test]
+fn bad_messages_on_every_channel_change_nothing_and_the_owner_s_shutdown_ends_it() {
+    let home = tempfile::tempdir().unwrap();
+    let (mut kernel, client) = serve_kernel(home.path());
     let mut shell = client.dealer("shell");
     let mut control = client.dealer("control");
     let mut iopub = client.rt.block_on(async {
@@ -477,4 +483,280 @@ fn a_bad_connection_file_is_one_line_naming_it_with_status_2() {
             "{stderr}"
         );
     }
+}
+
+// Issue 41: a local peer with no key, as any user of the machine can be, on the kernel's TCP
+// ports. After each attack, the owner's next cell sees its variable and the heartbeat answers
+// the owner within 5 s.
+
+/// A raw connection that has greeted as ZMTP 3.0 and said READY as `socket_type`.
+fn raw_peer(port: u16, socket_type: &str, identity: &[u8]) -> TcpStream {
+    use attention_lab_wire::zmtp::frame::{greeting, ready};
+    use std::io::{Read, Write};
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(&greeting()).unwrap();
+    let mut theirs = [0u8; 64];
+    s.read_exact(&mut theirs).unwrap();
+    s.write_all(&ready(socket_type, identity)).unwrap();
+    s
+}
+
+/// Whether the kernel closes `s` within 10 s.
+fn closed_by_kernel(mut s: TcpStream) -> bool {
+    use std::io::Read;
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return true,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// The owner: shell and heartbeat through the zeromq crate, iopub read raw and at once (so that
+/// the owner is never the slow reader), as Jupyter's own client reads it.
+struct Owner {
+    shell: zeromq::DealerSocket,
+    /// Kept between cells: its buffer may hold the start of the next message.
+    iopub: Option<attention_lab_wire::zmtp::frame::Reader<std::io::BufReader<TcpStream>>>,
+    hb: zeromq::ReqSocket,
+}
+
+impl Owner {
+    /// Runs `code`: its reply, and the iopub messages under it up to idle.
+    fn execute(&mut self, client: &Client, code: &str) -> (Message, Vec<Message>) {
+        let request = Message::new(
+            &client.session,
+            "execute_request",
+            json!({"code": code, "silent": false}),
+        );
+        let id = request.header["msg_id"].clone();
+        let key = client.key.clone();
+        let mut reader = self.iopub.take().expect("iopub");
+        let reading = std::thread::spawn(move || {
+            let mut published = Vec::new();
+            loop {
+                let frames = reader.message().expect("iopub ended before idle");
+                let Ok(message) = Message::decode(&frames, &key) else {
+                    continue;
+                };
+                if message.parent_header["msg_id"] != id {
+                    continue;
+                }
+                let idle =
+                    message.msg_type() == "status" && message.content["execution_state"] == "idle";
+                published.push(message);
+                if idle {
+                    return (reader, published);
+                }
+            }
+        });
+        let reply = client.ask(&mut self.shell, &request);
+        let (reader, published) = reading.join().unwrap();
+        self.iopub = Some(reader);
+        (reply, published)
+    }
+
+    /// The owner's next cell sees `x`, and the heartbeat echoes within 5 s.
+    fn still_served(&mut self, client: &Client, kernel: &mut Child, after: &str) {
+        assert!(
+            kernel.try_wait().unwrap().is_none(),
+            "{after}: the kernel ended"
+        );
+        let ping = format!("ping after {after}").into_bytes();
+        client.rt.block_on(async {
+            self.hb.send(ZmqMessage::from(ping.clone())).await.unwrap();
+            let pong = tokio::time::timeout(Duration::from_secs(5), self.hb.recv())
+                .await
+                .unwrap_or_else(|_| panic!("{after}: no heartbeat within 5 s"))
+                .unwrap();
+            assert_eq!(pong.get(0).unwrap().as_ref(), &ping[..]);
+        });
+        let started = Instant::now();
+        let (reply, published) = self.execute(client, "x + 1");
+        assert_eq!(
+            reply.content["status"], "ok",
+            "{after}: {:?}",
+            reply.content
+        );
+        let result = published.iter().find(|m| m.msg_type() == "execute_result");
+        assert_eq!(
+            result.expect("no result").content["data"]["text/plain"],
+            "42",
+            "{after}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(60), "{after}");
+    }
+}
+
+#[test]
+fn no_local_peer_without_the_key_can_end_stall_or_take_the_kernel() {
+    use attention_lab_wire::zmtp::frame::{encode_message, greeting};
+    use std::io::Write;
+    let home = tempfile::tempdir().unwrap();
+    let (mut kernel, client) = serve_kernel(home.path());
+    // The owner's shell is named by its session id, as jupyter_client names it.
+    let identity = client.session.header("x")["session"]
+        .as_str()
+        .unwrap()
+        .as_bytes()
+        .to_vec();
+    let owner = client.rt.block_on(async {
+        let mut options = zeromq::SocketOptions::default();
+        options.peer_identity(zeromq::util::PeerIdentity::try_from(identity.clone()).unwrap());
+        let mut shell = zeromq::DealerSocket::with_options(options);
+        shell.connect(&client.endpoint("shell")).await.unwrap();
+        let mut hb = zeromq::ReqSocket::new();
+        hb.connect(&client.endpoint("hb")).await.unwrap();
+        (shell, hb)
+    });
+    let mut iopub = raw_peer(client.port("iopub"), "SUB", b"");
+    iopub.write_all(&encode_message(&[vec![1u8]])).unwrap();
+    {
+        use std::io::Read;
+        let mut ready = [0u8; 2];
+        // The kernel's READY: flags and a short length, then its body.
+        iopub.read_exact(&mut ready).unwrap();
+        let mut body = vec![0u8; usize::from(ready[1])];
+        iopub.read_exact(&mut body).unwrap();
+    }
+    iopub.set_read_timeout(Some(WAIT)).unwrap();
+    let iopub =
+        attention_lab_wire::zmtp::frame::Reader::new(std::io::BufReader::new(iopub), 1 << 30);
+    let mut owner = Owner {
+        shell: owner.0,
+        iopub: Some(iopub),
+        hb: owner.1,
+    };
+    let (reply, _) = owner.execute(&client, "let x = 41;");
+    assert_eq!(reply.content["status"], "ok", "{:?}", reply.content);
+    let channels = ["shell", "control", "stdin", "iopub", "hb"];
+
+    // 1. A frame header claiming 1 TiB, before any handshake, on each of the five ports.
+    for channel in channels {
+        let mut s = TcpStream::connect(("127.0.0.1", client.port(channel))).unwrap();
+        let mut attack = greeting().to_vec();
+        attack.push(0x02);
+        attack.extend((1u64 << 40).to_be_bytes());
+        s.write_all(&attack).unwrap();
+        assert!(closed_by_kernel(s), "1 TiB on {channel}");
+    }
+    owner.still_served(&client, &mut kernel, "a 1 TiB frame header");
+
+    // 2. A 100 MB frame trickled in on shell and on control, while the owner works.
+    let mut trickles = Vec::new();
+    for channel in ["shell", "control"] {
+        let mut s = raw_peer(client.port(channel), "DEALER", b"");
+        let mut header = vec![0x02];
+        header.extend((100u64 << 20).to_be_bytes());
+        s.write_all(&header).unwrap();
+        trickles.push(std::thread::spawn(move || {
+            for _ in 0..100 {
+                if s.write_all(&[0u8; 4096]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }));
+    }
+    owner.still_served(&client, &mut kernel, "a trickled 100 MB frame");
+    let info = Message::new(&client.session, "kernel_info_request", json!({}));
+    let mut control = client.dealer("control");
+    let asked = Instant::now();
+    assert_eq!(
+        client.ask(&mut control, &info).content["implementation"],
+        "attention-lab"
+    );
+    assert!(asked.elapsed() < Duration::from_secs(10));
+
+    // 3. A stranger on shell with the owner's socket identity is refused.
+    let stranger = raw_peer(client.port("shell"), "DEALER", &identity);
+    assert!(closed_by_kernel(stranger));
+    owner.still_served(&client, &mut kernel, "a stranger with the owner's identity");
+
+    // 4. A 64 MB heartbeat ping, and pings under the cap whose echoes are never read.
+    let mut big = raw_peer(client.port("hb"), "REQ", b"");
+    let _ = big.write_all(&encode_message(&[Vec::new(), vec![1u8; 64 << 20]]));
+    assert!(closed_by_kernel(big));
+    let mut sleeper = raw_peer(client.port("hb"), "REQ", b"");
+    let ping = encode_message(&[Vec::new(), vec![2u8; 900 << 10]]);
+    let sleeping = std::thread::spawn(move || {
+        for _ in 0..64 {
+            if sleeper.write_all(&ping).is_err() {
+                break;
+            }
+        }
+        sleeper
+    });
+    owner.still_served(&client, &mut kernel, "64 MB heartbeat pings never read");
+
+    // 5. Malformed ZMTP commands, and a frame length of 2^64 - 1.
+    let mut long_property = vec![4u8, 0, 5];
+    long_property.extend(b"READY");
+    long_property.push(11);
+    long_property.extend(b"Socket-Type");
+    long_property.extend(u32::MAX.to_be_bytes());
+    long_property[1] = u8::try_from(long_property.len() - 2).unwrap();
+    let mut longest = vec![0x02];
+    longest.extend(u64::MAX.to_be_bytes());
+    for attack in [
+        &[0x04, 0x00][..],
+        &[0x04, 0x03, 0xff, b'A', b'B'],
+        &long_property,
+        &longest,
+    ] {
+        for channel in channels {
+            let mut s = TcpStream::connect(("127.0.0.1", client.port(channel))).unwrap();
+            s.write_all(&greeting()).unwrap();
+            s.write_all(attack).unwrap();
+            assert!(closed_by_kernel(s), "{attack:?} on {channel}");
+        }
+    }
+    owner.still_served(&client, &mut kernel, "malformed commands");
+
+    // 6. A subscriber that never reads, while the owner's cell prints 40 MB.
+    let mut lurker = raw_peer(client.port("iopub"), "SUB", b"");
+    lurker.write_all(&encode_message(&[vec![1u8]])).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let (reply, published) = owner.execute(
+        &client,
+        "for _ in 0..10000 { println!(\"{}\", \"y\".repeat(4000)); }",
+    );
+    assert_eq!(reply.content["status"], "ok", "{:?}", reply.content);
+    let printed: usize = published
+        .iter()
+        .filter(|m| m.msg_type() == "stream")
+        .map(|m| {
+            m.content["text"]
+                .as_str()
+                .unwrap_or("")
+                .matches('y')
+                .count()
+        })
+        .sum();
+    assert_eq!(printed, 40_000_000);
+    owner.still_served(&client, &mut kernel, "a subscriber that never reads");
+
+    drop((lurker, sleeping.join().unwrap()));
+    for t in trickles {
+        let _ = t.join();
+    }
+    let _ = kernel.kill();
+    let out = kernel.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    for says in [
+        "a frame of 1099511627776 bytes, over the channel's cap of 268435456",
+        "over the channel's cap of 1048576",
+        "is already connected; a second peer may not take it",
+        "an empty command frame",
+        "READY: a value runs past the command",
+        "a frame of 18446744073709551615 bytes",
+    ] {
+        assert!(
+            log.contains(says),
+            "no line with {says:?} in the log:\n{log}"
+        );
+    }
+    assert!(!log.contains("panicked"), "{log}");
 }

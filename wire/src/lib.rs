@@ -19,6 +19,8 @@
 //! assert!(Message::decode(&request.encode(&Key::new(b"")), &key).is_err());
 //! ```
 
+pub mod zmtp;
+
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;

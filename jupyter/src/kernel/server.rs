@@ -6,21 +6,26 @@
 //!   [`Message::decode`]; one whose signature fails, or that cannot be read, is dropped with
 //!   one line on stderr (the server's log), and the channel goes on reading. Any user of the
 //!   machine can reach a TCP port; only the key's holder can make the kernel act.
-//! - **Each channel is read on a thread of its own, outside the runtime that accepts
-//!   connections.** zeromq 0.6 removes a closed peer with a blocking wait
-//!   (`scc::HashMap::remove_sync`) from inside its read; read from a runtime worker, that wait
-//!   could block the very worker whose next task held the lock (tokio's LIFO slot is not
-//!   stolen), and the kernel never answered again (BENCHMARKS.md, issue 29). Here the wait
-//!   blocks only the channel's thread while the runtime's workers finish the holder.
+//! - **No peer can stall, end or take a channel.** The sockets are the wire crate's own ZMTP
+//!   ([`attention_lab_wire::zmtp`]): every connection is read and written on threads of its
+//!   own, a frame over the channel's cap closes its connection with one line, no send waits on
+//!   a peer, and a second peer cannot take a live routing identity. The caps are settings:
+//!   `ATTENTION_LAB_MAX_FRAME_SHELL` (default 256M) for shell, `ATTENTION_LAB_MAX_FRAME`
+//!   (default 1M) for control, stdin, iopub and the heartbeat.
 
 use attention_lab_io::error::{warn, Result};
 use attention_lab_io::problem;
+use attention_lab_wire::zmtp::{self, Endpoint, Kind, Limits, Socket};
 use attention_lab_wire::{Key, Message, Session};
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use zeromq::{Socket, SocketRecv, SocketSend, ZmqMessage};
+
+/// The setting of shell's frame cap, and its default: a cell's code, or a comm's buffers.
+const SHELL_CAP: (&str, &str) = ("ATTENTION_LAB_MAX_FRAME_SHELL", "256M");
+/// The other channels' cap: their messages are small.
+const OTHER_CAP: (&str, &str) = ("ATTENTION_LAB_MAX_FRAME", "1M");
 
 /// The connection file Jupyter writes for a kernel.
 #[derive(Debug, serde::Deserialize)]
@@ -77,20 +82,28 @@ impl Connection {
 
     /// Where a channel listens, as Jupyter's client connects to it: `ipc` sockets are files
     /// named `{ip}-{port}`.
-    fn endpoint(&self, port: u16) -> String {
+    fn endpoint(&self, port: u16) -> Endpoint {
         match self.transport.as_str() {
-            "ipc" => format!("ipc://{}-{port}", self.ip),
-            _ => format!("tcp://{}:{port}", self.ip),
+            "ipc" => Endpoint::Ipc(PathBuf::from(format!("{}-{port}", self.ip))),
+            _ => Endpoint::Tcp {
+                ip: self.ip.clone(),
+                port,
+            },
         }
     }
 }
 
+/// A frame cap from its setting `(variable, default)`.
+fn frame_cap((variable, default): (&str, &str)) -> Result<u64> {
+    let text = std::env::var(variable).unwrap_or_else(|_| default.to_string());
+    attention_lab_io::size::parse_size(&text).map_err(|e| problem!("{variable}: {e}"))
+}
+
 /// What every channel's thread shares.
 struct Kernel {
-    runtime: tokio::runtime::Handle,
     key: Key,
     session: Session,
-    iopub: Mutex<zeromq::PubSocket>,
+    iopub: Socket,
     /// The request whose cell is running: its outputs are published as its children.
     running: Mutex<Option<Message>>,
 }
@@ -99,22 +112,12 @@ impl Kernel {
     /// Publishes a message on iopub; a failed send is one line in the log (the frontend
     /// reconnects), never the kernel's end.
     fn publish(&self, message: Message) {
-        let mut iopub = self.iopub.lock().unwrap_or_else(|e| e.into_inner());
-        self.send(&mut *iopub, "iopub", &message);
+        self.send(&self.iopub, "iopub", &message);
     }
 
-    /// Signs and sends `message` on `socket`; a failed send is one line naming `what`.
-    fn send(&self, socket: &mut impl SocketSend, what: &str, message: &Message) {
-        let frames: Vec<bytes::Bytes> = message
-            .encode(&self.key)
-            .into_iter()
-            .map(bytes::Bytes::from)
-            .collect();
-        // Never empty: every message has its delimiter and parts.
-        let Ok(zmq) = ZmqMessage::try_from(frames) else {
-            return;
-        };
-        if let Err(error) = self.runtime.block_on(socket.send(zmq)) {
+    /// Signs and queues `message` on `socket`; a failed send is one line naming `what`.
+    fn send(&self, socket: &Socket, what: &str, message: &Message) {
+        if let Err(error) = socket.send(&message.encode(&self.key)) {
             warn(&format!("attention-lab kernel: {what}: {error}"));
         }
     }
@@ -127,29 +130,20 @@ impl Kernel {
 /// A ROUTER channel (shell, control) read on the calling thread.
 struct Channel {
     name: &'static str,
-    socket: zeromq::RouterSocket,
+    socket: Socket,
 }
 
 impl Channel {
     /// The next message whose signature holds; anything else is dropped with a line.
     fn next(&mut self, kernel: &Kernel) -> Message {
         loop {
-            match kernel.runtime.block_on(self.socket.recv()) {
-                Ok(zmq) => {
-                    let frames = zmq.into_vec();
-                    match Message::decode(&frames, &kernel.key) {
-                        Ok(message) => return message,
-                        Err(error) => warn(&format!(
-                            "attention-lab kernel: dropped a message on {}: {error}",
-                            self.name
-                        )),
-                    }
-                }
-                Err(error) => {
-                    warn(&format!("attention-lab kernel: {}: {error}", self.name));
-                    // A socket that keeps failing must not spin a core.
-                    std::thread::sleep(Duration::from_millis(50));
-                }
+            let frames = self.socket.recv();
+            match Message::decode(&frames, &kernel.key) {
+                Ok(message) => return message,
+                Err(error) => warn(&format!(
+                    "attention-lab kernel: dropped a message on {}: {error}",
+                    self.name
+                )),
             }
         }
     }
@@ -158,7 +152,7 @@ impl Channel {
         // The peer may have gone (a transient channel of the server): the reply has no one
         // to go to, which is no fault of the kernel.
         let what = format!("{} reply", self.name);
-        kernel.send(&mut self.socket, &what, &message);
+        kernel.send(&self.socket, &what, &message);
     }
 }
 
@@ -168,34 +162,27 @@ impl Channel {
 /// An unreadable connection file, a port that cannot be bound, evcxr failing to start.
 pub fn serve(connection_file: &Path) -> Result<()> {
     let connection = Connection::read(connection_file)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| problem!("no runtime: {e}"))?;
-    let (shell, control, stdin, iopub, hb) = runtime.block_on(async {
-        Ok::<_, attention_lab_io::error::Error>((
-            listen::<zeromq::RouterSocket>("shell", connection.endpoint(connection.shell_port))
-                .await?,
-            listen::<zeromq::RouterSocket>("control", connection.endpoint(connection.control_port))
-                .await?,
-            listen::<zeromq::RouterSocket>("stdin", connection.endpoint(connection.stdin_port))
-                .await?,
-            listen::<zeromq::PubSocket>("iopub", connection.endpoint(connection.iopub_port))
-                .await?,
-            listen::<zeromq::RepSocket>("hb", connection.endpoint(connection.hb_port)).await?,
-        ))
-    })?;
+    let shell_cap = frame_cap(SHELL_CAP)?;
+    let other_cap = frame_cap(OTHER_CAP)?;
+    let c = &connection;
+    let shell = listen(Kind::Router, "shell", c.endpoint(c.shell_port), shell_cap)?;
+    let control = listen(
+        Kind::Router,
+        "control",
+        c.endpoint(c.control_port),
+        other_cap,
+    )?;
+    // Bound (clients connect to it), but cells never read input.
+    let _stdin = listen(Kind::Router, "stdin", c.endpoint(c.stdin_port), other_cap)?;
+    let iopub = listen(Kind::Pub, "iopub", c.endpoint(c.iopub_port), other_cap)?;
+    // Whatever comes to the heartbeat goes back unchanged, on the socket's own threads.
+    let _hb = listen(Kind::Echo, "hb", c.endpoint(c.hb_port), other_cap)?;
     let kernel = Arc::new(Kernel {
-        runtime: runtime.handle().clone(),
         key: Key::new(connection.key.as_bytes()),
         session: Session::new("kernel"),
-        iopub: Mutex::new(iopub),
+        iopub,
         running: Mutex::new(None),
     });
-    // The stdin channel is bound (clients connect to it) but cells never read input.
-    let _stdin = stdin;
-    spawn_heartbeat(&kernel, hb);
     let (context, outputs) = evcxr::CommandContext::new().map_err(|e| problem!("evcxr: {e}"))?;
     let child = context.process_handle();
     let flush = spawn_outputs(&kernel, outputs);
@@ -225,33 +212,19 @@ pub fn serve(connection_file: &Path) -> Result<()> {
             .map_err(|e| problem!("no thread for control: {e}"))?;
     }
     shell.run();
-    drop(runtime);
     Ok(())
 }
 
-/// A socket of kind `S` listening on `endpoint` (the channel `name`'s).
-async fn listen<S: Socket>(name: &str, endpoint: String) -> Result<S> {
-    let mut socket = S::new();
-    socket
-        .bind(&endpoint)
-        .await
-        .map_err(|e| problem!("cannot listen on {endpoint} ({name}): {e}"))?;
-    Ok(socket)
-}
-
-fn spawn_heartbeat(kernel: &Arc<Kernel>, mut hb: zeromq::RepSocket) {
-    let runtime = kernel.runtime.clone();
-    let _ = std::thread::Builder::new()
-        .name("heartbeat".into())
-        .spawn(move || loop {
-            // Whatever comes back goes out unchanged: that is the heartbeat.
-            match runtime.block_on(hb.recv()) {
-                Ok(ping) => {
-                    let _ = runtime.block_on(hb.send(ping));
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(50)),
-            }
-        });
+/// A socket of `kind` listening on `endpoint` (the channel `name`'s), reading frames of at
+/// most `max_frame` bytes; what it refuses goes to the log, one line each.
+fn listen(kind: Kind, name: &str, endpoint: Endpoint, max_frame: u64) -> Result<Socket> {
+    let limits = Limits {
+        max_frame,
+        ..Limits::default()
+    };
+    let log: zmtp::Log = Arc::new(|line: &str| warn(&format!("attention-lab kernel: {line}")));
+    zmtp::bind(kind, name, &endpoint, limits, log)
+        .map_err(|e| problem!("cannot listen on {endpoint} ({name}): {e}"))
 }
 
 /// Asks the output thread to publish every line evcxr has passed on so far.
@@ -354,6 +327,9 @@ fn shut_down(
         kernel,
         request.reply(&kernel.session, "shutdown_reply", content),
     );
+    // The reply is queued for the channel's writer thread, which exit would end unwritten.
+    channel.socket.flush(Duration::from_secs(2));
+    kernel.iopub.flush(Duration::from_secs(2));
     let _ = child.lock().unwrap_or_else(|e| e.into_inner()).kill();
     std::process::exit(0)
 }
@@ -550,6 +526,6 @@ mod tests {
                 "stdin_port": 3, "control_port": 4, "hb_port": 5, "key": "k"}"#,
         )
         .unwrap();
-        assert_eq!(connection.endpoint(4), "ipc:///run/k-4");
+        assert_eq!(connection.endpoint(4).to_string(), "ipc:///run/k-4");
     }
 }
