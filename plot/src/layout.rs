@@ -8,8 +8,7 @@ use crate::font::{
     register_font, text_size, LABEL_SIZE, PANEL_TITLE_SIZE, TICK_SIZE, TITLE_SIZE, VALUE_SIZE,
 };
 use crate::lines::LinePlot;
-use crate::paint::png_zoom;
-use crate::values::{finite_span, format_value, step_decimals, tick_step, ticks, ticks_at};
+use crate::values::{finite_span, format_value, step_decimals, tick_step, ticks, ticks_at, zoom};
 
 /// Matrices with at most this many rows and columns get their values written in the cells.
 const MAX_VALUES_SIDE: usize = 12;
@@ -81,7 +80,7 @@ impl Figure {
     /// ```
     pub fn png_size(&self) -> Result<(u32, u32), PlotError> {
         let (w, h) = self.size()?;
-        let zoom = png_zoom(self);
+        let zoom = zoom(self.png_scale, self.scale);
         Ok((w * zoom, h * zoom))
     }
 

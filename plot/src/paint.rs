@@ -146,11 +146,9 @@ pub(crate) fn render_svg<P: Picture>(picture: &P) -> Result<String, PlotError> {
     Ok(svg)
 }
 
-/// How many PNG pixels a picture's pixel is: `png_scale` times `scale`, rounded, at least 1.
+/// How many PNG pixels a picture's pixel is ([`crate::values::zoom`]).
 pub(crate) fn png_zoom<P: Picture>(picture: &P) -> u32 {
-    (picture.png_scale() as f64 * picture.scale())
-        .round()
-        .max(1.0) as u32
+    crate::values::zoom(picture.png_scale(), picture.scale())
 }
 
 /// The picture as an SVG document, or a small SVG stating why it cannot be drawn.

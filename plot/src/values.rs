@@ -79,6 +79,11 @@ pub(crate) fn finite_span(values: impl Iterator<Item = f64>) -> Option<(f64, f64
     }
 }
 
+/// How many PNG pixels a picture's pixel is: `png_scale` times `scale`, rounded, at least 1.
+pub(crate) fn zoom(png_scale: u32, scale: f64) -> u32 {
+    (f64::from(png_scale) * scale).round().max(1.0) as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::{finite_span, format_value, step_decimals, tick_step, ticks};
