@@ -1,6 +1,8 @@
 //! No import circle between the modules of any crate of the workspace (cargo already refuses
-//! one between crates): each `crate::a::b` or `super::b` path outside a file's `mod tests` is an
-//! edge from the file's module to the deepest module it names, and the graph must be acyclic.
+//! one between crates): each `crate::a::b` or `super::b` path outside a file's `mod tests`, and
+//! each bare path whose first segment is one of the module's own children (`server::serve` in
+//! `kernel/mod.rs`), is an edge from the file's module to the deepest module it names, and the
+//! graph must be acyclic.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -38,13 +40,16 @@ fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
     found
 }
 
-/// The paths after each `crate::` and `super::` in `text`: `a::b::c`; a group
-/// (`crate::{a, b::{c, d}}`) gives each of its paths.
+/// The paths after each `crate::` and `super::` (or a child's `name::`) in `text`: `a::b::c`;
+/// a group (`crate::{a, b::{c, d}}`) gives each of its paths. A bare child's name counts only
+/// where it starts a path (not `other::name::`).
 fn paths_after<'t>(text: &'t str, prefix: &str) -> Vec<Vec<&'t str>> {
+    let bare = !matches!(prefix, "crate::" | "super::");
     let mut paths = Vec::new();
     for (at, _) in text.match_indices(prefix) {
         let before = text[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$' || (bare && c == ':'))
+        {
             continue; // `$crate::` in a macro, or a longer name ending in "crate"
         }
         expand(&text[at + prefix.len()..], Vec::new(), &mut paths);
@@ -104,9 +109,34 @@ fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         };
         // `super` of a/b.rs and of a/b/mod.rs (both module a::b) is a.
         let parent = &here[..here.len().saturating_sub(1)];
-        for (start, prefix) in [(&[][..], "crate::"), (parent, "super::")] {
-            for path in paths_after(&code, prefix) {
-                let mut target = None;
+        let children: Vec<(Vec<&str>, String)> = modules
+            .keys()
+            .filter_map(|m| {
+                let parts: Vec<&str> = m.split("::").collect();
+                let child = parts.len() == here.len() + 1 && parts.starts_with(&here);
+                (child && m != "(root)")
+                    .then(|| (parts.clone(), format!("{}::", parts[here.len()])))
+            })
+            .collect();
+        let mut prefixes = vec![
+            (&[][..], "crate::".to_owned()),
+            (parent, "super::".to_owned()),
+        ];
+        prefixes.extend(
+            children
+                .iter()
+                .map(|(parts, name)| (&parts[..], name.clone())),
+        );
+        // A parent's `pub use child::X;` is its face, not a use: the child's re-exports do not
+        // count as the parent's edges to it.
+        let without_faces = without_re_exports(&code);
+        for (start, prefix) in prefixes {
+            let bare = !matches!(prefix.as_str(), "crate::" | "super::");
+            let text = if bare { &without_faces } else { &code };
+            for path in paths_after(text, &prefix) {
+                // A child's bare path names at least the child (`crate::` and `super::`
+                // paths name a module only through their segments, as before).
+                let mut target = Some(start.join("::")).filter(|_| bare);
                 for n in 1..=path.len() {
                     let candidate = [start, &path[..n]].concat().join("::");
                     if modules.contains_key(&candidate) {
@@ -120,6 +150,24 @@ fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         }
     }
     edges
+}
+
+/// `code` without its `pub use ...;` and `pub(crate) use ...;` statements.
+fn without_re_exports(code: &str) -> String {
+    let mut out = String::new();
+    let mut rest = code;
+    loop {
+        let at = ["pub use ", "pub(crate) use "]
+            .iter()
+            .filter_map(|p| rest.find(p))
+            .min();
+        let Some(at) = at else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..at]);
+        rest = rest[at..].find(';').map_or("", |end| &rest[at + end + 1..]);
+    }
 }
 
 /// A circle of `edges`, if there is one: `[a, b, a]`.
@@ -248,6 +296,57 @@ fn the_scan_finds_a_circle() {
     assert_eq!(
         circle.iter().cloned().collect::<BTreeSet<_>>(),
         BTreeSet::from(["replay::batch".to_owned(), "replay::engine".to_owned()])
+    );
+}
+
+/// The circle of jupyter before issue 44: `kernel/mod.rs` calls its child `server::serve` by a
+/// bare path, the server calls replay's runner, and the runner calls back into `kernel`. A
+/// bare path that only ends in a child's name (`other::server::`) is no edge.
+#[test]
+fn the_scan_finds_a_circle_through_a_child_named_by_a_bare_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    for folder in ["kernel", "replay"] {
+        std::fs::create_dir(src.join(folder)).unwrap();
+    }
+    let files = [
+        (
+            "lib.rs",
+            "pub mod kernel;\npub mod replay;\npub mod other;\n",
+        ),
+        (
+            "kernel/mod.rs",
+            "pub mod server;\npub fn run() { server::serve() }\npub fn cache_dir() {}\n",
+        ),
+        (
+            "kernel/server.rs",
+            "pub fn serve() { crate::replay::runner::outcome() }\n",
+        ),
+        ("replay/mod.rs", "pub mod runner;\n"),
+        (
+            "replay/runner.rs",
+            "pub fn outcome() { crate::kernel::cache_dir() }\n",
+        ),
+        ("other.rs", "pub mod server {}\nfn f() { x::server::g() }\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(src.join(name), text).unwrap();
+    }
+    let edges = graph(src);
+    assert_eq!(
+        edges["kernel"],
+        BTreeSet::from(["kernel::server".to_owned()]),
+        "{edges:?}"
+    );
+    assert!(!edges.contains_key("other"), "{edges:?}");
+    let circle = circle(&edges).expect("a circle");
+    assert_eq!(
+        circle.iter().cloned().collect::<BTreeSet<_>>(),
+        BTreeSet::from([
+            "kernel".to_owned(),
+            "kernel::server".to_owned(),
+            "replay::runner".to_owned()
+        ])
     );
 }
 

@@ -16,6 +16,10 @@
 #[cfg(feature = "evcxr")]
 pub mod build;
 #[cfg(feature = "evcxr")]
+mod cell;
+#[cfg(feature = "evcxr")]
+mod environment;
+#[cfg(feature = "evcxr")]
 pub mod kernel;
 #[cfg(feature = "evcxr")]
 pub mod lab;

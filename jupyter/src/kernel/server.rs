@@ -421,7 +421,7 @@ impl Shell {
         }
         // The outputs of the cell's result as replay's evcxr engine records them: one piece of
         // code for both.
-        let (outputs, _) = crate::replay::runner::outcome(Vec::new(), result);
+        let (outputs, _) = crate::cell::outcome(Vec::new(), result);
         let mut failed = None;
         for output in &outputs {
             let (kind, content) = output.to_message(count);

@@ -342,7 +342,7 @@ pub struct KernelOptions {
 }
 
 /// The first non-empty line of `text`, trimmed: an error's headline.
-pub(super) fn first_line(text: &str) -> String {
+pub(crate) fn first_line(text: &str) -> String {
     text.lines()
         .map(str::trim)
         .find(|line| !line.is_empty())
@@ -352,7 +352,7 @@ pub(super) fn first_line(text: &str) -> String {
 
 /// Rust's panic message: "thread 'main' panicked at ..." (newer toolchains
 /// add the thread id: "thread '<unnamed>' (1234) panicked at ...").
-pub(super) fn panic_line() -> &'static Regex {
+pub(crate) fn panic_line() -> &'static Regex {
     static PANIC: OnceLock<Regex> = OnceLock::new();
     PANIC.get_or_init(|| Regex::new(r"(?m)^thread '[^']*'(?: \(\d+\))? panicked at .*$").unwrap())
 }

@@ -11,12 +11,9 @@
 //! is abandoned. Either way the rest of that notebook is not run, because the
 //! kernel lost its variables.
 
-use super::engine::{
-    first_line, panic_line, push_line, CellRun, KernelOptions, Output, Raised, Session,
-};
+use super::engine::{first_line, CellRun, KernelOptions, Output, Raised, Session};
 use attention_lab_io::error::{Error, Result};
 use attention_lab_io::problem;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -249,23 +246,23 @@ fn lost_run(reason: String, seconds: f64) -> CellRun {
 fn keep_build_folder() -> Result<Option<(std::fs::File, PathBuf)>> {
     #[cfg(unix)]
     {
-        let cache = crate::kernel::cache_dir()?;
+        let cache = attention_lab_io::cache::cache_dir()?;
         let (folder, lock) =
-            crate::kernel::claim_build_dir(&crate::build::replay_builds(&cache), None)?;
+            crate::environment::claim_build_dir(&crate::build::replay_builds(&cache), None)?;
         // evcxr reads its build folder from the environment when the context is made; the
         // replay makes one context at a time, before its threads read the environment.
         std::env::set_var("EVCXR_TMPDIR", &folder);
         // As the kernel: rust-analyzer without the standard library's sources.
-        if let Some(stub) = crate::kernel::std_sources_for_analysis(&cache)? {
-            std::env::set_var(crate::kernel::RUST_SRC_PATH, stub);
+        if let Some(stub) = crate::environment::std_sources_for_analysis(&cache)? {
+            std::env::set_var(crate::environment::RUST_SRC_PATH, stub);
         }
-        for (name, value) in crate::kernel::cells_env(&cache) {
+        for (name, value) in crate::environment::cells_env(&cache) {
             std::env::set_var(name, value);
         }
         // Once: the cells' libstd folder goes first on the loader's path (see the kernel).
         static LIBSTD: OnceLock<()> = OnceLock::new();
         LIBSTD.get_or_init(|| {
-            if let Some(path) = crate::kernel::library_path_with_libstd() {
+            if let Some(path) = crate::environment::library_path_with_libstd() {
                 std::env::set_var("LD_LIBRARY_PATH", path);
             }
         });
@@ -341,7 +338,7 @@ fn worker(
         let seconds = started.elapsed().as_secs_f64();
         settle(&collected);
         let lines = std::mem::take(&mut *collected.lines.lock().unwrap());
-        let (outputs, raised) = outcome(lines, result);
+        let (outputs, raised) = crate::cell::outcome(lines, result);
         if replies
             .send(Reply {
                 outputs,
@@ -387,97 +384,6 @@ fn settle(collected: &Collected) {
         }
         seen = now;
     }
-}
-
-/// The typed outcome of a cell, mirroring evcxr_jupyter 0.22: each line becomes a stream
-/// message `line + "\n"` (Jupyter merges consecutive messages of one stream), then an
-/// `execute_result` holding `content_by_mime_type`, then a "Took Nms" HTML result when
-/// `:timing` is on, or one `error` output per compilation error.
-pub(crate) fn outcome(
-    lines: Vec<(&'static str, String)>,
-    result: Result<evcxr::EvalOutputs, evcxr::Error>,
-) -> (Vec<Output>, Option<Raised>) {
-    let mut outputs = Vec::new();
-    // evcxr catches panics (the cell "succeeds" with the panic on stderr);
-    // nbval-style checking must still treat them as raised.
-    let mut raised = None;
-    for (name, line) in &lines {
-        let stderr = *name == "stderr";
-        if stderr && raised.is_none() && panic_line().is_match(line) {
-            raised = Some(Raised::Panic(line.clone()));
-        }
-        push_line(&mut outputs, stderr, line);
-    }
-    match result {
-        Ok(eval) => {
-            if !eval.is_empty() {
-                outputs.push(Output::Result(
-                    eval.content_by_mime_type.into_iter().collect(),
-                ));
-            }
-            if let Some(duration) = eval.timing {
-                outputs.push(Output::Result(BTreeMap::from([(
-                    "text/html".to_owned(),
-                    format!(
-                        "<span style=\"color: rgba(0,0,0,0.4);\">Took {}ms</span>",
-                        duration.as_millis()
-                    ),
-                )])));
-            }
-        }
-        Err(evcxr::Error::CompilationErrors(errors)) => {
-            for error in &errors {
-                let mut traceback = Vec::new();
-                if error.is_from_user_code() {
-                    // The kernel shows this traceback too (kernel::server); replay never
-                    // compares tracebacks.
-                    for spanned in error.spanned_messages() {
-                        traceback.extend(spanned.lines.iter().cloned());
-                        match &spanned.span {
-                            Some(span) => traceback.push(format!(
-                                "{}{} {}",
-                                " ".repeat(span.start_column.saturating_sub(1)),
-                                "^".repeat(span.end_column.saturating_sub(span.start_column)),
-                                spanned.label
-                            )),
-                            None => traceback.push(spanned.label.clone()),
-                        }
-                    }
-                    for help in error.help() {
-                        traceback.push(format!("help: {help}"));
-                    }
-                }
-                traceback.push(error.message());
-                outputs.push(Output::Error {
-                    evalue: error.message(),
-                    traceback,
-                });
-            }
-            raised = Some(Raised::Compilation(
-                errors
-                    .first()
-                    .map(|error| first_line(&error.message()))
-                    .unwrap_or_default(),
-            ));
-        }
-        Err(error) => {
-            let text = error.to_string();
-            outputs.push(Output::error(&text));
-            raised = Some(match error {
-                evcxr::Error::SubprocessTerminated(_) => Raised::ChildDied(last_line(&text)),
-                _ => Raised::Error(first_line(&text)),
-            });
-        }
-    }
-    (outputs, raised)
-}
-
-fn last_line(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .rfind(|line| !line.is_empty())
-        .unwrap_or("")
-        .to_owned()
 }
 
 /// Kills the evcxr runtime child and, on Linux, every other descendant of
