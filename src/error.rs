@@ -58,6 +58,7 @@ impl fmt::Display for Operand {
 /// # Ok::<(), AttentionError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AttentionError {
     /// Two matrices whose shapes must agree do not; `rule` says how they must agree.
     Mismatch {

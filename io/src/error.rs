@@ -29,6 +29,7 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 /// assert_eq!(e.to_string(), "x.npy: not a .npy file");
 /// ```
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
     /// Bad input: the message names the file or flag and the problem. Exit status 2.
     Input(String),

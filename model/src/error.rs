@@ -15,6 +15,7 @@ use attention_lab::error::AttentionError;
 /// assert!(err.to_string().starts_with("/no/such/folder/config.json: cannot read:"));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ModelError {
     /// A file is missing or unreadable.
     Read {

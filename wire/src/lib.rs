@@ -34,6 +34,7 @@ pub const PROTOCOL_VERSION: &str = "5.3";
 
 /// What is wrong with a message that was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WireError {
     /// No `<IDS|MSG>` frame.
     NoDelimiter,

@@ -27,6 +27,7 @@ const COMMAND: u8 = 0x04;
 
 /// What ends a connection: the peer's bytes break ZMTP, or the connection failed.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ZmtpError {
     /// The socket failed or closed (an unexpected end is `UnexpectedEof`).
     Io(io::Error),

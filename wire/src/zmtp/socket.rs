@@ -127,6 +127,7 @@ impl Default for Limits {
 
 /// Why a message was not queued for a peer.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SendError {
     /// A ROUTER message whose first frame names no connected peer.
     NoPeer,
