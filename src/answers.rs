@@ -4,8 +4,14 @@
 //! `{"student": ID, "heads": [{"q", "k", "v", "scores", "weights", "z"}, ...], "concat",
 //! "output"}`. Numbers are written with Rust's shortest round-trip digits; NaN and the
 //! infinities, which JSON cannot hold, as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
-//! Written by hand, so the library needs no JSON dependency. The file itself is written by
-//! `attention_lab_io::write_answers` (atomically), or by `std::fs::write` from a notebook.
+//! The file itself is written by `attention_lab_io::write_answers` (atomically), or by
+//! `std::fs::write` from a notebook.
+//!
+//! The layout's owner is `attention_lab_classroom::answers`: its typed struct, the writer of
+//! `solve --json` and the keys, and `grade`'s reader by field names. This writer stays here,
+//! by hand, so that a notebook's first cell compiles no JSON library; the classroom's tests
+//! read its files back bit for bit and compare its bytes with the owner's. They differ only
+//! in numbers from 1e-5 to 1e-4, which `{:?}` writes as `1.5e-5` and serde_json as `0.000015`.
 
 use ndarray::Array2;
 

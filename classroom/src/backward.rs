@@ -1,5 +1,6 @@
-//! The backward pass of a worked problem: `solve --backward`'s steps and JSON, and the
-//! backward parts of `exercise --backward`'s key. The gradients are the library's
+//! The backward pass of a worked problem: `solve --backward`'s steps, its gradients for the
+//! answers JSON (`crate::answers::BackwardAnswers`), and the backward parts of
+//! `exercise --backward`'s key. The gradients are the library's
 //! ([`MultiHead::backward`], feature `learn`); this module names, orders and prints them.
 //!
 //! From `G = dL/d(result)` (the output `Z W_O`'s gradient, or the concatenation's without
@@ -9,11 +10,12 @@
 //! (W_K, W_V likewise); and `dL/dX`, the sum over the heads of `dL/dQ W_Q^T + dL/dK W_K^T +
 //! dL/dV W_V^T`. A blocked score has weight 0, so its gradient is 0.
 
-use crate::matrices::{matrix, matrix_json};
+use crate::answers::{BackwardAnswers, HeadGradients};
+use crate::matrices::matrix;
 use attention_lab::np::{array_str, PrintOptions};
 use attention_lab::prelude::{MultiHead, MultiHeadGrad, MultiHeadOutput};
 use attention_lab_io::error::{Error, Result};
-use ndarray::{s, Array1, Array2, ArrayViewD};
+use ndarray::{s, Array2, ArrayViewD};
 
 /// Every gradient of a problem, from the given `G` back to X.
 ///
@@ -390,93 +392,51 @@ pub fn print_steps(g: &Gradients, has_bo: bool, opts: &PrintOptions) -> String {
     text
 }
 
-/// A vector as JSON, as [`matrix_json`] writes a row.
-fn vector_json(v: &Array1<f64>) -> String {
-    let m = matrix_json(&v.view().insert_axis(ndarray::Axis(0)).to_owned());
-    m[1..m.len() - 1].to_string()
-}
-
-/// The gradients as a JSON object: `{"dresult": G, "dconcat", "dwo", "heads": [{"dz",
-/// "dweights", "dscores", "dq", "dk", "dv", "dwq", "dwk", "dwv"}], "dx"}`; `"dwo"` is null
-/// without W_O, and `"dbo"` (after `"dwo"`) and each head's `"dbq"`, `"dbk"`, `"dbv"` are
-/// there only when the layer has those biases.
-///
-/// ```
-/// use attention_lab::prelude::*;
-/// use attention_lab_classroom::backward::{to_json, Gradients};
-///
-/// let w = Array2::<f64>::eye(1);
-/// let layer = MultiHead::new(vec![Head::new(w.clone(), w.clone(), w)?], None)?;
-/// let x = array![[1.0]];
-/// let out = layer.forward(&x, &Attend::new())?;
-/// let g = Gradients::new(&layer, &x, &out, Array2::ones((1, 1)))?;
-/// assert!(to_json(&g).starts_with("{\"dresult\": [[1.0]], \"dconcat\": [[1.0]], \"dwo\": null"));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn to_json(g: &Gradients) -> String {
-    let grad = &g.grad;
-    let heads: Vec<String> = grad
-        .heads
-        .iter()
-        .zip(&g.dz)
-        .map(|(h, dz)| {
-            let mut fields: Vec<String> = [
-                ("dz", dz),
-                ("dweights", &h.dweights),
-                ("dscores", &h.dscores),
-                ("dq", &h.dq),
-                ("dk", &h.dk),
-                ("dv", &h.dv),
-                ("dwq", &h.dwq),
-                ("dwk", &h.dwk),
-                ("dwv", &h.dwv),
-            ]
-            .iter()
-            .map(|(name, m)| format!("\"{name}\": {}", matrix_json(m)))
-            .collect();
-            for (name, db) in [("dbq", &h.dbq), ("dbk", &h.dbk), ("dbv", &h.dbv)] {
-                if let Some(db) = db {
-                    fields.push(format!("\"{name}\": {}", vector_json(db)));
-                }
-            }
-            format!("{{{}}}", fields.join(", "))
-        })
-        .collect();
-    let dwo = grad
-        .dwo
-        .as_ref()
-        .map_or_else(|| "null".to_string(), matrix_json);
-    let dbo = grad
-        .dbo
-        .as_ref()
-        .map_or_else(String::new, |b| format!(", \"dbo\": {}", vector_json(b)));
-    format!(
-        "{{\"dresult\": {}, \"dconcat\": {}, \"dwo\": {dwo}{dbo}, \"heads\": [{}], \"dx\": {}}}",
-        matrix_json(&g.dresult),
-        matrix_json(&grad.dconcat),
-        heads.join(", "),
-        matrix_json(&grad.dx)
-    )
-}
-
-/// `forward`, a JSON object as [`solve::to_json`](crate::solve) writes it, with the gradients
-/// ([`to_json`]) added as its last key, `"backward"`.
-///
-/// ```
-/// use attention_lab_classroom::backward::with_json;
-/// # use attention_lab::prelude::*;
-/// # use attention_lab_classroom::backward::Gradients;
-/// # let w = Array2::<f64>::eye(1);
-/// # let layer = MultiHead::new(vec![Head::new(w.clone(), w.clone(), w)?], None)?;
-/// # let x = array![[1.0]];
-/// # let out = layer.forward(&x, &Attend::new())?;
-/// # let g = Gradients::new(&layer, &x, &out, Array2::ones((1, 1)))?;
-/// assert!(with_json("{\"concat\": [[1.0]]}", &g).starts_with("{\"concat\": [[1.0]], \"backward\": {"));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn with_json(forward: &str, g: &Gradients) -> String {
-    let open = forward.strip_suffix('}').unwrap_or(forward);
-    format!("{open}, \"backward\": {}}}", to_json(g))
+impl From<&Gradients> for BackwardAnswers {
+    /// Every gradient, for `solve --backward --json` and a backward sheet's key.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// use attention_lab_classroom::answers::BackwardAnswers;
+    /// use attention_lab_classroom::backward::Gradients;
+    ///
+    /// let w = Array2::<f64>::eye(1);
+    /// let layer = MultiHead::new(vec![Head::new(w.clone(), w.clone(), w)?], None)?;
+    /// let x = array![[1.0]];
+    /// let out = layer.forward(&x, &Attend::new())?;
+    /// let g = Gradients::new(&layer, &x, &out, Array2::ones((1, 1)))?;
+    /// assert_eq!(BackwardAnswers::from(&g).dwo, None); // no W_O
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn from(g: &Gradients) -> BackwardAnswers {
+        let grad = &g.grad;
+        BackwardAnswers {
+            dresult: Some(g.dresult.clone()),
+            dconcat: Some(grad.dconcat.clone()),
+            dwo: grad.dwo.clone(),
+            dbo: grad.dbo.clone(),
+            heads: grad
+                .heads
+                .iter()
+                .zip(&g.dz)
+                .map(|(h, dz)| HeadGradients {
+                    dz: dz.clone(),
+                    dweights: h.dweights.clone(),
+                    dscores: h.dscores.clone(),
+                    dq: h.dq.clone(),
+                    dk: h.dk.clone(),
+                    dv: h.dv.clone(),
+                    dwq: h.dwq.clone(),
+                    dwk: h.dwk.clone(),
+                    dwv: h.dwv.clone(),
+                    dbq: h.dbq.clone(),
+                    dbk: h.dbk.clone(),
+                    dbv: h.dbv.clone(),
+                })
+                .collect(),
+            dx: Some(grad.dx.clone()),
+        }
+    }
 }
 
 /// The exercise part a backward step answers: (e) `dL/dW_O`, `dL/dZ` and each `dL/dZ_i`;

@@ -4,7 +4,7 @@
 //! `matrices`). No Jupyter and no evcxr: the binary `attention-lab` adds those
 //! (`attention-lab-jupyter`), and `attention-lab-classroom` is these tools alone.
 //!
-//! Modules, bottom up: `matrices` → `backward` → `solve` → `problem` → `exercise` → `roster`; `student`
+//! Modules, bottom up: `matrices` → `answers` (the answers JSON: its one writer and reader) → `backward` → `solve` → `problem` → `exercise` → `roster`; `student`
 //! (ids, the roster file, seeds) under `roster` and `grade`; `grade` over `problem`. No module
 //! imports one above it.
 //!
@@ -19,6 +19,7 @@
 //! # Ok::<(), attention_lab_io::error::Error>(())
 //! ```
 
+pub mod answers;
 pub mod backward;
 pub mod exercise;
 pub mod grade;

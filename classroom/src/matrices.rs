@@ -422,27 +422,6 @@ fn grid_from_json<T>(
     Ok(Array2::from_shape_vec((rows.len(), cols), flat).expect("rows checked to be equal"))
 }
 
-/// Rows of numbers, `[[1.0, 2.5], [3.0, 4.0]]`; serde_json writes the shortest digits that
-/// round-trip. JSON has no NaN or infinity, so those become the strings "NaN", "Infinity"
-/// and "-Infinity" (the names Python's json module prints bare).
-pub fn matrix_json(m: &Array2<f64>) -> String {
-    let number = |x: f64| match serde_json::Number::from_f64(x) {
-        Some(n) => n.to_string(),
-        None if x.is_nan() => "\"NaN\"".into(),
-        None if x > 0.0 => "\"Infinity\"".into(),
-        None => "\"-Infinity\"".into(),
-    };
-    let rows: Vec<String> = m
-        .rows()
-        .into_iter()
-        .map(|row| {
-            let numbers: Vec<String> = row.iter().map(|&x| number(x)).collect();
-            format!("[{}]", numbers.join(", "))
-        })
-        .collect();
-    format!("[{}]", rows.join(", "))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

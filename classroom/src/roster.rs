@@ -4,9 +4,8 @@
 //! student's key cannot be rebuilt from an id. The seed is never printed on a sheet. The same
 //! roster, secret and options give the same files, byte for byte.
 
-use crate::backward::with_json;
+use crate::answers::{matrix_json, Answers, BackwardAnswers};
 use crate::exercise::{draw, sheet, Format, Layout, Options};
-use crate::solve::{matrix_json, to_json};
 use crate::student::{read_roster, student_seed, Student};
 use attention_lab_io::error::{io_problem, io_text, warn, write_file, Error, Result};
 use attention_lab_io::problem;
@@ -137,9 +136,9 @@ fn tex_text(s: &str) -> String {
 fn key_json(args: &Options, student: &Student, seed: u32) -> Result<String> {
     let p = draw(args, seed)?;
     let out = p.solution()?;
-    let list = |ms: &[ndarray::Array2<f64>]| {
-        let each: Vec<String> = ms.iter().map(matrix_json).collect();
-        format!("[{}]", each.join(", "))
+    let list = |ms: &[ndarray::Array2<f64>]| -> Result<String> {
+        let each: Vec<String> = ms.iter().map(matrix_json).collect::<Result<_>>()?;
+        Ok(format!("[{}]", each.join(", ")))
     };
     let string = |s: &str| serde_json::Value::from(s).to_string();
     let (options, mask) = match &p.mask {
@@ -148,20 +147,20 @@ fn key_json(args: &Options, student: &Student, seed: u32) -> Result<String> {
                 "\"causal\": {}, \"padding\": {}, ",
                 args.causal, args.padding
             ),
-            format!("\"mask\": {}, ", matrix_json(mask.additive())),
+            format!("\"mask\": {}, ", matrix_json(mask.additive())?),
         ),
         None => (String::new(), String::new()),
     };
-    let mut solution = to_json(&out, p.mask.as_ref());
+    let mut solution = Answers::new(&out).with_mask(p.mask.as_ref());
     let mut g = String::new();
     if let (Some(given), Some(grads)) = (&p.g, p.gradients(&out)?) {
-        g = format!("\"g\": {}, ", matrix_json(given));
-        solution = with_json(&solution, &grads);
+        g = format!("\"g\": {}, ", matrix_json(given)?);
+        solution.backward = Some(BackwardAnswers::from(&grads));
     }
     Ok(format!(
         "{{\"student\": {}, \"name\": {}, \"seed\": {seed}, \"tokens\": {}, \"dim\": {}, \
          \"heads\": {}, \"dk\": {}, \"decimals\": {}, \"precision\": {}, {options}\"x\": {}, \
-         \"wq\": {}, \"wk\": {}, \"wv\": {}, \"wo\": {}, {g}{mask}\"solution\": {solution}}}\n",
+         \"wq\": {}, \"wk\": {}, \"wv\": {}, \"wo\": {}, {g}{mask}\"solution\": {}}}\n",
         string(&student.id),
         string(&student.name),
         args.tokens,
@@ -170,11 +169,12 @@ fn key_json(args: &Options, student: &Student, seed: u32) -> Result<String> {
         args.dk,
         args.decimals,
         args.precision,
-        matrix_json(&p.x),
-        list(&p.wq),
-        list(&p.wk),
-        list(&p.wv),
-        matrix_json(&p.wo),
+        matrix_json(&p.x)?,
+        list(&p.wq)?,
+        list(&p.wk)?,
+        list(&p.wv)?,
+        matrix_json(&p.wo)?,
+        solution.to_json()?,
     ))
 }
 

@@ -1,8 +1,8 @@
 //! `attention-lab solve`: the worked solution of a multi-head self-attention problem, step by
 //! step as a NumPy worked example prints it, or every intermediate as JSON.
 
+use crate::answers::{Answers, BackwardAnswers};
 use crate::backward::{self, Gradients};
-pub use crate::matrices::matrix_json;
 use crate::matrices::{mask, matrix, padding, split_list, vector};
 use attention_lab::np::{array_str, PrintOptions};
 use attention_lab::prelude::{
@@ -181,11 +181,11 @@ fn solve(args: &Options) -> Result<String> {
         None
     };
     if args.json {
-        let forward = to_json(&out, mask.as_ref());
-        return Ok(match &grads {
-            None => format!("{forward}\n"),
-            Some(g) => format!("{}\n", backward::with_json(&forward, g)),
-        });
+        let answers = Answers {
+            backward: grads.as_ref().map(BackwardAnswers::from),
+            ..Answers::new(&out).with_mask(mask.as_ref())
+        };
+        return Ok(format!("{}\n", answers.to_json()?));
     }
     let opts = PrintOptions {
         precision: args.precision,
@@ -583,42 +583,4 @@ fn print_steps(out: &MultiHeadOutput, mask: Option<&Mask>, opts: &PrintOptions) 
         last_part = Some(step.part);
     }
     text
-}
-
-/// Every intermediate at full precision: `{"heads": [{"q", "k", "v", "scores", "weights",
-/// "z"}], "concat", "output"}`, `output` being null without W_O, and with a mask `"mask"`
-/// first: the matrix added to the scores (0 or "-Infinity" where blocked). Written by hand to
-/// keep this key order (serde_json's maps sort their keys).
-pub fn to_json(out: &MultiHeadOutput, mask: Option<&Mask>) -> String {
-    let heads: Vec<String> = out
-        .heads
-        .iter()
-        .map(|h| {
-            let fields = [
-                ("q", &h.q),
-                ("k", &h.k),
-                ("v", &h.v),
-                ("scores", &h.scores),
-                ("weights", &h.weights),
-                ("z", &h.z),
-            ];
-            let fields: Vec<String> = fields
-                .iter()
-                .map(|(name, m)| format!("\"{name}\": {}", matrix_json(m)))
-                .collect();
-            format!("{{{}}}", fields.join(", "))
-        })
-        .collect();
-    let output = out
-        .output
-        .as_ref()
-        .map_or_else(|| "null".to_string(), matrix_json);
-    let mask = mask.map_or_else(String::new, |m| {
-        format!("\"mask\": {}, ", matrix_json(m.additive()))
-    });
-    format!(
-        "{{{mask}\"heads\": [{}], \"concat\": {}, \"output\": {output}}}",
-        heads.join(", "),
-        matrix_json(&out.concat)
-    )
 }

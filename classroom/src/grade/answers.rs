@@ -1,5 +1,6 @@
 //! A sheet's key and a student's submission, as `grade` reads them.
 
+use crate::answers::Answers;
 use crate::matrices::{matrix, matrix_from_json};
 use crate::problem::Problem;
 use attention_lab::prelude::{HeadOutput, Mask, MultiHeadOutput};
@@ -161,53 +162,8 @@ pub const BACKWARD_FIELDS: [&str; 9] = [
     "dz", "dweights", "dscores", "dq", "dk", "dv", "dwq", "dwk", "dwv",
 ];
 
-/// The `"backward"` object of a JSON submission, if any.
-fn backward_json(json: &Value) -> Result<Option<BackwardAnswers>> {
-    let Some(back) = json.get("backward") else {
-        return Ok(None);
-    };
-    let at = |e: Error| problem!("\"backward\": {e}");
-    let heads = field(back, "heads")
-        .map_err(at)?
-        .as_array()
-        .ok_or("\"backward\": \"heads\": expected a list, one object per head")?
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            BACKWARD_FIELDS
-                .iter()
-                .map(|f| {
-                    json_matrix_field(h, f)
-                        .map_err(|e| problem!("\"backward\": head {}: {e}", i + 1))
-                })
-                .collect::<Result<Vec<M>>>()
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Some(BackwardAnswers {
-        dwo: json_matrix_field(back, "dwo").map_err(at)?,
-        heads,
-    }))
-}
-
 /// The names of a head's six matrices in a submission (JSON keys; `NAME_i.npy` files).
 const HEAD_FIELDS: [&str; 6] = ["q", "k", "v", "scores", "weights", "z"];
-
-fn head_from(mut ms: Vec<M>) -> HeadOutput {
-    let z = ms.pop().expect("six");
-    let weights = ms.pop().expect("six");
-    let scores = ms.pop().expect("six");
-    let v = ms.pop().expect("six");
-    let k = ms.pop().expect("six");
-    let q = ms.pop().expect("six");
-    HeadOutput {
-        q,
-        k,
-        v,
-        scores,
-        weights,
-        z,
-    }
-}
 
 /// The file stem of `path`, as a student id.
 pub(super) fn stem(path: &Path) -> String {
@@ -222,32 +178,41 @@ impl Submission {
     /// # Errors
     /// What is missing or not a matrix of numbers.
     pub fn parse_json(text: &str, fallback_id: &str) -> Result<Submission> {
-        let json: Value = serde_json::from_str(text).map_err(|e| problem!("invalid JSON: {e}"))?;
-        let student = match json.get("student") {
-            None => fallback_id.to_string(),
-            Some(v) => v.as_str().ok_or("\"student\" is not a string")?.to_string(),
-        };
-        let heads = field(&json, "heads")?
-            .as_array()
-            .ok_or("\"heads\": expected a list, one object per head")?
-            .iter()
-            .enumerate()
-            .map(|(i, h)| {
-                HEAD_FIELDS
-                    .iter()
-                    .map(|f| json_matrix_field(h, f).map_err(|e| problem!("head {}: {e}", i + 1)))
-                    .collect::<Result<Vec<M>>>()
-                    .map(head_from)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Submission {
+        let Answers {
             student,
+            heads,
+            concat,
+            output,
+            backward,
+            mask: _,
+        } = Answers::parse(text)?;
+        let output = output.ok_or("\"output\": expected a matrix, not null")?;
+        let backward = backward
+            .map(|b| {
+                let dwo = b
+                    .dwo
+                    .ok_or("\"backward\": \"dwo\": expected a matrix, not null")?;
+                // In the order of BACKWARD_FIELDS, as the judging reads them.
+                let heads = b
+                    .heads
+                    .into_iter()
+                    .map(|h| {
+                        vec![
+                            h.dz, h.dweights, h.dscores, h.dq, h.dk, h.dv, h.dwq, h.dwk, h.dwv,
+                        ]
+                    })
+                    .collect();
+                Ok::<_, Error>(BackwardAnswers { dwo, heads })
+            })
+            .transpose()?;
+        Ok(Submission {
+            student: student.unwrap_or_else(|| fallback_id.to_string()),
             answers: MultiHeadOutput {
-                heads,
-                concat: json_matrix_field(&json, "concat")?,
-                output: Some(json_matrix_field(&json, "output")?),
+                heads: heads.into_iter().map(HeadOutput::from).collect(),
+                concat,
+                output: Some(output),
             },
-            backward: backward_json(&json)?,
+            backward,
         })
     }
 
@@ -277,11 +242,15 @@ impl Submission {
             if !dir.join(format!("q_{i}.npy")).exists() && i > 1 {
                 break;
             }
-            let ms = HEAD_FIELDS
-                .iter()
-                .map(|f| read(&format!("{f}_{i}")))
-                .collect::<Result<Vec<M>>>()?;
-            heads.push(head_from(ms));
+            let m = |f: &str| read(&format!("{f}_{i}"));
+            heads.push(HeadOutput {
+                q: m("q")?,
+                k: m("k")?,
+                v: m("v")?,
+                scores: m("scores")?,
+                weights: m("weights")?,
+                z: m("z")?,
+            });
         }
         let backward = if dir.join("dwo.npy").exists() {
             let heads = (1..=heads.len())

@@ -538,6 +538,34 @@ fn a_correct_submission_gets_full_marks_as_json_and_as_npy() {
 }
 
 #[test]
+fn answers_are_read_by_field_names_in_any_order() {
+    let dir = temp_dir("order");
+    let class = make_class(&dir, "id\nann\nbo\n", "s", &[]);
+    let (key, _) = read_key(&class.join("keys/ann.json"));
+    attention_lab_io::write_answers(dir.join("ann.json"), "ann", &work(&key, Plant::OffQ(0)))
+        .unwrap();
+    // serde_json's map sorts the keys: "concat", "heads", "output", "student"; "k" before "q".
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("ann.json")).unwrap()).unwrap();
+    std::fs::write(dir.join("sorted.json"), json.to_string()).unwrap();
+    assert!(json.to_string().starts_with("{\"concat\":"));
+    let r = grade(&dir, "class/keys", &["ann.json"]);
+    let (stdout, marks) = (r.stdout, row(&dir, "ann"));
+    let r = grade(&dir, "class/keys", &["sorted.json"]);
+    assert_eq!((r.stdout, row(&dir, "ann")), (stdout, marks));
+    // A missing field is named, with the file and the head.
+    let mut json = json;
+    json["heads"][1].as_object_mut().unwrap().remove("scores");
+    std::fs::write(dir.join("bo.json"), json.to_string()).unwrap();
+    let r = grade(&dir, "class/keys", &["bo.json"]);
+    assert_eq!(
+        r.stderr,
+        "error: bo.json: student \"bo\" not graded: head 2: \"scores\" is missing\n"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn the_key_holds_the_numbers_solve_json_writes() {
     key_equals_solve(&["--heads", "3", "--decimals", "2"], &[]);
 }
