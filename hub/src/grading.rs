@@ -52,12 +52,11 @@ pub fn config(exchange: &Path) -> String {
          c.CourseDirectory.course_id = {course}\n\
          c.Exchange.root = {exchange}\n\
          c.ClearSolutions.code_stub = {{\"Rust\": {stub}, \"rust\": {stub}}}\n\
-         {shim}{submit}",
+         {shim}",
         course = py(COURSE),
         exchange = py(&exchange.display().to_string()),
         stub = py(RUST_STUB),
         shim = EXECUTE_SHIM,
-        submit = SUBMIT_SHIM,
     )
 }
 
@@ -84,26 +83,6 @@ class ExecuteRust(Execute):
 c.Autograde.autograde_preprocessors = [
     ExecuteRust if p is Execute else p for p in Autograde.autograde_preprocessors.default()
 ]
-"#;
-
-/// nbgrader's submit, with each submission the student's and the course's group's alone:
-/// nbgrader 0.9.6 leaves its files 0644 in a folder of mode 0777, which anyone who learns
-/// the folder's name could read (or replace). `inbound/` is set-group-id and the teacher's
-/// group's ([`exchange`]), so the submission's group is the teacher's: the teacher collects
-/// and removes it, no other student reads it even by name.
-const SUBMIT_SHIM: &str = r#"
-import os
-from nbgrader.exchange.default.submit import ExchangeSubmit
-
-
-class PrivateSubmit(ExchangeSubmit):
-    def copy_files(self):
-        super().copy_files()
-        dest = os.path.join(self.inbound_path, self.assignment_filename)
-        self.set_perms(dest, fileperms=0o640, dirperms=0o2770)
-
-
-c.ExchangeFactory.submit = PrivateSubmit
 "#;
 
 /// Makes the exchange (writable by all, sticky as /tmp: nbgrader keeps each course's
