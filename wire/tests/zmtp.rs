@@ -184,8 +184,8 @@ fn an_echo_never_read_stalls_no_one_elses_heartbeat() {
     let (socket, port, lines) = socket(Kind::Echo, Limits::default());
     // Over the cap: closed with a line.
     let mut big = peer(port, "REQ", b"");
-    big.write_all(&encode_message(&[Vec::new(), vec![7u8; 2 << 20]]))
-        .unwrap();
+    // The socket may close the connection before the last bytes are written.
+    let _ = big.write_all(&encode_message(&[Vec::new(), vec![7u8; 2 << 20]]));
     assert!(closed(big));
     assert!(logged(&lines, "over the channel's cap of 1048576"));
     // Under the cap, many pings whose echoes are never read.
