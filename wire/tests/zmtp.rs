@@ -144,8 +144,9 @@ fn a_large_frame_trickled_in_stalls_no_other_connection() {
     let owner = peer(port, "DEALER", b"owner");
     let start = Instant::now();
     owner_round_trip(&socket, &owner);
+    // Not held for the trickle's second; 5 s leaves room for a loaded machine.
     assert!(
-        start.elapsed() < Duration::from_secs(2),
+        start.elapsed() < Duration::from_secs(5),
         "{:?}",
         start.elapsed()
     );
@@ -206,7 +207,8 @@ fn an_echo_never_read_stalls_no_one_elses_heartbeat() {
         let start = Instant::now();
         owner.write_all(&encode_message(&ping)).unwrap();
         assert_eq!(next_message(&owner), ping);
-        assert!(start.elapsed() < Duration::from_secs(1));
+        // Jupyter declares a kernel dead after 5 s without an echo.
+        assert!(start.elapsed() < Duration::from_secs(5));
     }
     drop(socket);
 }
@@ -270,9 +272,9 @@ fn a_subscriber_that_never_reads_stalls_no_other_subscriber() {
             ])
             .unwrap();
     }
-    // Published in well under the time a blocked send would take, all of it to the owner.
+    // Published in well under the 60 s a blocked write would take, all of it to the owner.
     assert!(
-        start.elapsed() < Duration::from_secs(5),
+        start.elapsed() < Duration::from_secs(15),
         "{:?}",
         start.elapsed()
     );
