@@ -115,14 +115,20 @@ pub fn greeting() -> [u8; GREETING_LEN] {
     g
 }
 
+/// ZMTP's signature, the greeting's first 10 bytes: 0xff, padding, then a byte ending in 1.
+fn signature(g: &[u8; GREETING_LEN]) -> Result<(), ZmtpError> {
+    if g[0] != 0xff || g[9] & 1 != 1 {
+        return Err(ZmtpError::Greeting("no signature"));
+    }
+    Ok(())
+}
+
 /// Checks a peer's greeting: the signature, major version 3 or later, mechanism NULL.
 ///
 /// # Errors
 /// [`ZmtpError::Greeting`] or [`ZmtpError::Mechanism`].
 pub fn check_greeting(g: &[u8; GREETING_LEN]) -> Result<(), ZmtpError> {
-    if g[0] != 0xff || g[9] & 1 != 1 {
-        return Err(ZmtpError::Greeting("no signature"));
-    }
+    signature(g)?;
     if g[10] < 3 {
         return Err(ZmtpError::Greeting("ZMTP before 3.0"));
     }
@@ -189,9 +195,7 @@ impl<R: Read> Reader<R> {
         let mut g = [0u8; GREETING_LEN];
         // The signature first: a peer that sends something else is named at once.
         self.inner.read_exact(&mut g[..10])?;
-        if g[0] != 0xff || g[9] & 1 != 1 {
-            return Err(ZmtpError::Greeting("no signature"));
-        }
+        signature(&g)?;
         self.inner.read_exact(&mut g[10..])?;
         check_greeting(&g)
     }

@@ -161,7 +161,8 @@ struct Shared {
     log: Limited,
 }
 
-/// One connected peer, as the senders see it.
+/// One connected peer, as the senders see it (and its own reader, which queues its echoes).
+#[derive(Clone)]
 struct Peer {
     out: Sender<Arc<Vec<u8>>>,
     queued: Arc<AtomicUsize>,
@@ -567,21 +568,17 @@ fn connection(shared: &Shared, stream: Stream) -> Result<(), ZmtpError> {
         _ => generated(shared),
     };
     let (out, queue) = mpsc::channel::<Arc<Vec<u8>>>();
-    let queued = Arc::new(AtomicUsize::new(0));
-    let subscriptions = Arc::new(Mutex::new(Vec::new()));
+    let own = Peer {
+        out,
+        queued: Arc::new(AtomicUsize::new(0)),
+        subscriptions: Arc::new(Mutex::new(Vec::new())),
+    };
     {
         let mut peers = lock(&shared.peers);
         if peers.contains_key(&id) {
             return Err(ZmtpError::IdentityTaken(printable(&id)));
         }
-        peers.insert(
-            id.clone(),
-            Peer {
-                out,
-                queued: queued.clone(),
-                subscriptions: subscriptions.clone(),
-            },
-        );
+        peers.insert(id.clone(), own.clone());
     }
     let registered = Registered {
         shared,
@@ -591,7 +588,7 @@ fn connection(shared: &Shared, stream: Stream) -> Result<(), ZmtpError> {
     registered
         .stream
         .timeouts(None, Some(limits.send_timeout))?;
-    let writing = queued.clone();
+    let writing = own.queued.clone();
     std::thread::Builder::new()
         .name(format!("{} writer", shared.name))
         .stack_size(STACK)
@@ -622,24 +619,21 @@ fn connection(shared: &Shared, stream: Stream) -> Result<(), ZmtpError> {
                     // ZMTP 3.0's subscriptions: a message of one frame, 1 then the topic.
                     if let [frame] = &frames[..] {
                         match frame.split_first() {
-                            Some((1, topic)) => subscribe(&subscriptions, topic),
-                            Some((0, topic)) => unsubscribe(&subscriptions, topic),
+                            Some((1, topic)) => subscribe(&own.subscriptions, topic),
+                            Some((0, topic)) => unsubscribe(&own.subscriptions, topic),
                             _ => {}
                         }
                     }
                 }
                 Kind::Echo => {
-                    let bytes = Arc::new(encode_message(&frames));
-                    if let Some(peer) = lock(&shared.peers).get(&id) {
-                        // A peer that does not read its echoes misses them; no one else does.
-                        let _ = peer.queue(&bytes, limits.queue_bytes);
-                    }
+                    // A peer that does not read its echoes misses them; no one else does.
+                    let _ = own.queue(&Arc::new(encode_message(&frames)), limits.queue_bytes);
                 }
             },
             // ZMTP 3.1's: peers that speak it may still send the commands.
             Incoming::Command { name, data } => match &name[..] {
-                b"SUBSCRIBE" if shared.kind == Kind::Pub => subscribe(&subscriptions, &data),
-                b"CANCEL" if shared.kind == Kind::Pub => unsubscribe(&subscriptions, &data),
+                b"SUBSCRIBE" if shared.kind == Kind::Pub => subscribe(&own.subscriptions, &data),
+                b"CANCEL" if shared.kind == Kind::Pub => unsubscribe(&own.subscriptions, &data),
                 b"ERROR" => return Ok(()),
                 _ => {}
             },
