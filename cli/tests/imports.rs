@@ -40,11 +40,16 @@ fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
     found
 }
 
+/// Whether `prefix` is a child module's `name::`, not `crate::` or `super::`.
+fn is_child_prefix(prefix: &str) -> bool {
+    !matches!(prefix, "crate::" | "super::")
+}
+
 /// The paths after each `crate::` and `super::` (or a child's `name::`) in `text`: `a::b::c`;
 /// a group (`crate::{a, b::{c, d}}`) gives each of its paths. A bare child's name counts only
 /// where it starts a path (not `other::name::`).
 fn paths_after<'t>(text: &'t str, prefix: &str) -> Vec<Vec<&'t str>> {
-    let bare = !matches!(prefix, "crate::" | "super::");
+    let bare = is_child_prefix(prefix);
     let mut paths = Vec::new();
     for (at, _) in text.match_indices(prefix) {
         let before = text[..at].chars().next_back();
@@ -131,7 +136,7 @@ fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         // count as the parent's edges to it.
         let without_faces = without_re_exports(&code);
         for (start, prefix) in prefixes {
-            let bare = !matches!(prefix.as_str(), "crate::" | "super::");
+            let bare = is_child_prefix(&prefix);
             let text = if bare { &without_faces } else { &code };
             for path in paths_after(text, &prefix) {
                 // A child's bare path names at least the child (`crate::` and `super::`
