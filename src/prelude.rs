@@ -19,6 +19,8 @@ pub use crate::decoder::{
     GroupedAttention, GroupedOutput, KvCache, LayerCache, LmHead, Mlp, Norm, Sampler, Sampling,
     Step,
 };
+#[cfg(feature = "decoder")]
+pub use crate::decoder::{Attribution, Edit, HeadEdit, Intervention};
 #[cfg(feature = "encoder")]
 pub use crate::encoder::{
     Embeddings, Encode, Encoder, EncoderBuffers, EncoderLayer, EncoderLayerOutput, EncoderOutput,

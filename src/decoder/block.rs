@@ -206,8 +206,21 @@ impl DecoderBlock {
         x: impl Into<ArrayView2<'a, f64>>,
         cache: &mut LayerCache,
     ) -> Result<BlockOutput, AttentionError> {
-        let x = x.into();
-        let attention = self.attention.forward(&self.attn_norm.forward(x)?, cache)?;
+        self.forward_edited(x.into(), cache, |_| {})
+    }
+
+    /// As [`DecoderBlock::forward`], with `edit` given the attention heads' outputs `z`
+    /// before W_O; the output keeps the edited `z`.
+    pub(crate) fn forward_edited(
+        &self,
+        x: ArrayView2<'_, f64>,
+        cache: &mut LayerCache,
+        edit: impl FnOnce(&mut Array2<f64>),
+    ) -> Result<BlockOutput, AttentionError> {
+        let normed = self.attn_norm.forward(x)?;
+        let mut heads = self.attention.attend_heads(normed.view(), cache)?;
+        edit(&mut heads.z);
+        let attention = self.attention.project_out(heads);
         let hidden = &x + &attention.output;
         let output = &hidden + &self.mlp.forward(&self.mlp_norm.forward(&hidden)?)?;
         Ok(BlockOutput {

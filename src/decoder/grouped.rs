@@ -41,6 +41,16 @@ pub struct GroupedOutput {
     pub output: Array2<f64>,
 }
 
+/// A [`GroupedOutput`] before W_O: what [`GroupedAttention::attend_heads`] gives.
+pub(crate) struct Heads {
+    /// The rotated queries, tokens x heads d.
+    pub(crate) q: Array2<f64>,
+    /// Each query head's weights.
+    pub(crate) weights: Vec<Array2<f64>>,
+    /// The heads' outputs side by side, tokens x heads d.
+    pub(crate) z: Array2<f64>,
+}
+
 impl GroupedAttention {
     /// A grouped-query attention from its projections, its head counts and its RoPE.
     ///
@@ -220,6 +230,11 @@ impl GroupedAttention {
         self.wq.nrows()
     }
 
+    /// The output projection W_O, (heads d) x E.
+    pub(crate) fn wo(&self) -> &Linear {
+        &self.wo
+    }
+
     /// The width of one key/value head's row in the cache, `kv_heads * head_dim`.
     pub(crate) fn kv_width(&self) -> usize {
         self.wk.ncols()
@@ -248,7 +263,17 @@ impl GroupedAttention {
         x: impl Into<ArrayView2<'a, f64>>,
         cache: &mut LayerCache,
     ) -> Result<GroupedOutput, AttentionError> {
-        let x = x.into();
+        Ok(self.project_out(self.attend_heads(x.into(), cache)?))
+    }
+
+    /// [`GroupedAttention::forward`] up to W_O: the rotated queries, each head's weights and
+    /// the heads' outputs `z`, which an intervention may change before
+    /// [`GroupedAttention::project_out`] ([`crate::decoder::Intervention`]).
+    pub(crate) fn attend_heads(
+        &self,
+        x: ArrayView2<'_, f64>,
+        cache: &mut LayerCache,
+    ) -> Result<Heads, AttentionError> {
         if x.ncols() != self.wq.nrows() {
             return Err(AttentionError::mismatch(
                 Operand::new("X", x.shape()),
@@ -280,13 +305,18 @@ impl GroupedAttention {
             [self.heads, self.kv_heads, self.rope.head_dim()],
             Some(&mask),
         )?;
+        Ok(Heads { q, weights, z })
+    }
+
+    /// The attention's output `z W_O`, kept with the queries, weights and `z` it came from.
+    pub(crate) fn project_out(&self, Heads { q, weights, z }: Heads) -> GroupedOutput {
         let output = self.wo.project(z.view());
-        Ok(GroupedOutput {
+        GroupedOutput {
             q,
             weights,
             z,
             output,
-        })
+        }
     }
 }
 

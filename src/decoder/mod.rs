@@ -7,19 +7,22 @@
 //! last row.
 //!
 //! Modules: `cache` (the KV cache), `grouped` (the attention), `block` (one block),
-//! `generate` (greedy and sampled decoding); this module ties them into a model.
+//! `generate` (greedy and sampled decoding), `probe` (ablation, patching, direct logit
+//! attribution and the logit lens); this module ties them into a model.
 
 mod block;
 mod cache;
 mod generate;
 mod grouped;
+mod probe;
 
 pub use block::{BlockOutput, DecoderBlock, Mlp, Norm};
 pub use cache::{KvCache, LayerCache};
 pub use generate::{Generation, Sampler, Sampling, Step};
 pub use grouped::{grouped_query_attention, GroupedAttention, GroupedOutput};
+pub use probe::{Attribution, Edit, HeadEdit, Intervention};
 
-use ndarray::Array2;
+use ndarray::{Array2, ArrayView2};
 
 use crate::error::{AttentionError, Operand};
 use crate::linear::Linear;
@@ -250,22 +253,39 @@ impl Decoder {
             ));
         }
         let embedded = self.embed.rows(ids);
-        let mut x = embedded.clone();
-        let mut blocks = Vec::with_capacity(self.blocks.len());
-        for (block, layer) in self.blocks.iter().zip(cache.layers_mut()) {
-            let out = block.forward(&x, layer)?;
-            x = out.output.clone();
+        let blocks = Vec::with_capacity(self.blocks.len());
+        self.resume(embedded, blocks, cache.layers_mut(), last, &())
+    }
+
+    /// Runs the blocks after the `blocks` already run (their outputs reused as they are), then
+    /// the final norm and the LM head (for the last token only when `last`). The residual
+    /// stream entering each block (the previous block's output, or `embedded`), and after the
+    /// last block, is given to `edits.residual` first, and each block's heads' outputs `z` to
+    /// `edits.z` before W_O; the output keeps the edited values. `layers` holds every
+    /// block's KV cache; those of the blocks already run are left alone.
+    pub(crate) fn resume(
+        &self,
+        mut embedded: Array2<f64>,
+        mut blocks: Vec<BlockOutput>,
+        layers: &mut [LayerCache],
+        last: bool,
+        edits: &impl Edits,
+    ) -> Result<DecoderOutput, AttentionError> {
+        let start = blocks.len();
+        for (l, (block, layer)) in self.blocks.iter().zip(layers).enumerate().skip(start) {
+            let x = residual_mut(&mut embedded, &mut blocks);
+            edits.residual(l, x);
+            let out = block.forward_edited(x.view(), layer, |z| edits.z(l, z))?;
             blocks.push(out);
         }
-        let hidden = self.norm.forward(&x)?;
+        let x = residual_mut(&mut embedded, &mut blocks);
+        edits.residual(self.blocks.len(), x);
+        let hidden = self.norm.forward(&*x)?;
         let rows = match last {
             true => hidden.slice(ndarray::s![hidden.nrows().saturating_sub(1).., ..]),
             false => hidden.view(),
         };
-        let logits = match &self.lm_head {
-            LmHead::Tied => self.embed.project_t(rows),
-            LmHead::Untied(w) => parallel::project(rows, w, None),
-        };
+        let logits = self.unembed(rows);
         Ok(DecoderOutput {
             embedded,
             blocks,
@@ -273,4 +293,40 @@ impl Decoder {
             logits,
         })
     }
+
+    /// The logits of final-norm rows: the LM head's product.
+    pub(crate) fn unembed(&self, rows: ArrayView2<'_, f64>) -> Array2<f64> {
+        match &self.lm_head {
+            LmHead::Tied => self.embed.project_t(rows),
+            LmHead::Untied(w) => parallel::project(rows, w, None),
+        }
+    }
+}
+
+/// The residual stream after the last block run (`embedded` before any).
+fn residual_mut<'a>(
+    embedded: &'a mut Array2<f64>,
+    blocks: &'a mut [BlockOutput],
+) -> &'a mut Array2<f64> {
+    match blocks.last_mut() {
+        Some(block) => &mut block.output,
+        None => embedded,
+    }
+}
+
+/// What a pass may change on its way ([`Decoder::resume`]): the residual stream entering a
+/// layer (`layer` = the number of blocks: after the last), and a layer's heads' outputs `z`
+/// before W_O. `()` changes nothing. The edits are checked before the pass, which they
+/// cannot fail.
+pub(crate) trait Edits {
+    /// Changes the residual stream entering `layer`, tokens x E.
+    fn residual(&self, layer: usize, x: &mut Array2<f64>);
+    /// Changes the heads' outputs of `layer`, tokens x heads d.
+    fn z(&self, layer: usize, z: &mut Array2<f64>);
+}
+
+impl Edits for () {
+    fn residual(&self, _: usize, _: &mut Array2<f64>) {}
+
+    fn z(&self, _: usize, _: &mut Array2<f64>) {}
 }
