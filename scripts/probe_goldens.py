@@ -1,0 +1,270 @@
+"""Writes tests/data/probe/: interventions on transformers' LlamaForCausalLM in float64, made
+with hooks as TransformerLens makes them, for the decoder's probes (src/decoder/probe.rs,
+tests/probe.rs).
+
+The models are the tiny random Llamas of tests/data/decoder/ (scripts/decoder_goldens.py),
+loaded from their .npy weights into LlamaForCausalLM; llama_f64.patch() keeps them in float64.
+For each model, with its prompt (the clean run) and a random prompt of the same length, another
+token at every position (the corrupted run, the source of patches):
+
+- head edits: a forward pre-hook on each layer's `self_attn.o_proj` views its input (the heads'
+  outputs side by side, tokens x heads head_dim) per head and zero-ablates a head, sets it to
+  its mean over the clean run's positions, scales it, or patches it from the corrupted run's
+  `o_proj` input, at every position or one;
+- residual edits: a forward hook on the module whose output is the residual stream entering
+  layer L (`embed_tokens` for L = 0, decoder layer L - 1 after) patches one position from the
+  corrupted run;
+- every head and every residual (layer, position) is swept, then a few single-position and
+  mixed cases; <model>.logits.npy holds each case's logits (cases x tokens x vocab), in the
+  order of the cases in <model>.json;
+- direct logit attribution from hooked activations: the final norm's input x at a position,
+  its RMS scale s frozen, the direction norm.weight * W_U[token] / s; each head's part is
+  z_h W_O[:, h] . direction, each MLP's its output . direction, the embeddings' likewise; the
+  parts, with the logit, in <model>.json;
+- the logit lens: the residual stream entering each layer (and after the last) through
+  `model.norm` and `lm_head`, <model>.lens.npy (layers + 1 x tokens x vocab).
+
+Run from the repository root: .venv/bin/python scripts/probe_goldens.py
+Deterministic (fixed seeds); rerunning rewrites the same bytes.
+"""
+import json
+import pathlib
+
+import repo_venv  # noqa: F401  (re-runs this script under the repository's .venv)
+import numpy as np
+import torch
+import transformers
+from transformers import LlamaConfig, LlamaForCausalLM
+
+import llama_f64  # the three float32 casts of Llama, kept in float64
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MODELS = ROOT / "tests" / "data" / "decoder"
+OUT = ROOT / "tests" / "data" / "probe"
+
+# (submodule of a decoder layer, the .npy part of tests/data/decoder, stored transposed)
+LAYER_PARTS = [
+    ("input_layernorm", "attn_norm", False),
+    ("self_attn.q_proj", "wq", True),
+    ("self_attn.k_proj", "wk", True),
+    ("self_attn.v_proj", "wv", True),
+    ("self_attn.o_proj", "wo", True),
+    ("post_attention_layernorm", "mlp_norm", False),
+    ("mlp.gate_proj", "w_gate", True),
+    ("mlp.up_proj", "w_up", True),
+    ("mlp.down_proj", "w_down", True),
+]
+
+
+llama_f64.patch()
+
+
+def load(name):
+    """The model of tests/data/decoder/<name> as a LlamaForCausalLM, and its config."""
+    folder = MODELS / name
+    c = json.loads((folder / "config.json").read_text())
+    config = LlamaConfig(
+        vocab_size=c["vocab"], hidden_size=c["e"], intermediate_size=c["ffn"],
+        num_hidden_layers=c["layers"], num_attention_heads=c["heads"],
+        num_key_value_heads=c["kv_heads"], head_dim=c["head_dim"], rms_norm_eps=c["eps"],
+        tie_word_embeddings=c["tied"], max_position_embeddings=64,
+        rope_parameters={"rope_type": "default", "rope_theta": c["theta"]},
+        attention_bias=False, mlp_bias=False, hidden_act="silu", attn_implementation="eager",
+        bos_token_id=None, eos_token_id=None, pad_token_id=None,
+    )
+    model = LlamaForCausalLM(config).to(torch.float64).eval()
+
+    def weight(part):
+        return torch.from_numpy(np.load(folder / f"{part}.npy"))
+
+    with torch.no_grad():
+        m = model.model
+        m.embed_tokens.weight.copy_(weight("embed"))
+        m.norm.weight.copy_(weight("norm"))
+        for i, layer in enumerate(m.layers):
+            for module, part, transposed in LAYER_PARTS:
+                w = weight(f"{i}.{part}")
+                layer.get_submodule(module).weight.copy_(w.T if transposed else w)
+        if not c["tied"]:
+            model.lm_head.weight.copy_(weight("lm_head").T)
+        logits = model(torch.tensor([c["prompt"]]), use_cache=False).logits[0]
+    # The loaded model is the one the decoder's goldens came from.
+    assert torch.allclose(logits, weight("logits"), rtol=0, atol=1e-12), name
+    return model, c
+
+
+def record(model, ids):
+    """A run keeping what the goldens read: each layer's o_proj input `z` (tokens x heads d),
+    MLP output, and the residual stream entering each layer and after the last."""
+    m = model.model
+    acts = {"z": [], "mlp": [], "resid": []}
+
+    def keep(key):
+        return lambda module, args, out: acts[key].append(out[0].clone())
+
+    hooks = [m.embed_tokens.register_forward_hook(keep("resid"))]
+    for layer in m.layers:
+        hooks.append(layer.self_attn.o_proj.register_forward_pre_hook(
+            lambda module, args: acts["z"].append(args[0][0].clone())))
+        hooks.append(layer.mlp.register_forward_hook(keep("mlp")))
+        hooks.append(layer.register_forward_hook(keep("resid")))
+    try:
+        with torch.no_grad():
+            acts["logits"] = model(torch.tensor([ids]), use_cache=False).logits[0]
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return acts
+
+
+def run_edited(model, c, ids, edits, clean, corrupted):
+    """The logits of `ids` with `edits` made by hooks (see the module's docstring)."""
+    m = model.model
+    heads, d = c["heads"], c["head_dim"]
+
+    def per_head(z):
+        return z.view(*z.shape[:-1], heads, d)
+
+    def edit_heads(layer, head_edits):
+        def pre(module, args):
+            z = args[0].clone()
+            zh = per_head(z)[0]  # tokens x heads x d, a view of z
+            for e in head_edits:
+                p = e.get("position")
+                rows = slice(None) if p is None else slice(p, p + 1)
+                h, kind = e["head"], e["kind"]
+                if kind == "zero":
+                    zh[rows, h] = 0.0
+                elif kind == "scale":
+                    zh[rows, h] *= e["factor"]
+                elif kind == "mean":
+                    zh[rows, h] = per_head(clean["z"][layer])[:, h].mean(dim=0)
+                elif kind == "patch":
+                    zh[rows, h] = per_head(corrupted["z"][layer])[rows, h]
+                else:
+                    raise ValueError(kind)
+            return (z,)
+        return pre
+
+    def patch_residual(layer, position):
+        def post(module, args, out):
+            out = out.clone()
+            out[0, position] = corrupted["resid"][layer][position]
+            return out
+        return post
+
+    hooks = []
+    for layer_index, layer in enumerate(m.layers):
+        head_edits = [e for e in edits if e["kind"] != "residual" and e["layer"] == layer_index]
+        if head_edits:
+            hooks.append(layer.self_attn.o_proj.register_forward_pre_hook(
+                edit_heads(layer_index, head_edits)))
+    for e in edits:
+        if e["kind"] == "residual":
+            module = m.embed_tokens if e["layer"] == 0 else m.layers[e["layer"] - 1]
+            hooks.append(module.register_forward_hook(patch_residual(e["layer"], e["position"])))
+    try:
+        with torch.no_grad():
+            return model(torch.tensor([ids]), use_cache=False).logits[0]
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+def cases(c, tokens):
+    """Every head zeroed, mean-ablated and patched; every residual (layer, position) patched;
+    then scales, single positions and mixes."""
+    layers, heads, last = c["layers"], c["heads"], c["layers"] - 1
+    out = []
+    for layer in range(layers):
+        for head in range(heads):
+            for kind in ["zero", "mean", "patch"]:
+                out.append((f"{kind} L{layer}H{head}",
+                            [{"kind": kind, "layer": layer, "head": head}]))
+    for layer in range(layers + 1):
+        for position in range(tokens):
+            out.append((f"residual L{layer} P{position}",
+                        [{"kind": "residual", "layer": layer, "position": position}]))
+    out += [
+        ("scale by 0.5", [{"kind": "scale", "layer": last, "head": 1, "factor": 0.5}]),
+        ("scale by -2", [{"kind": "scale", "layer": 0, "head": 0, "factor": -2.0}]),
+        ("patch at one position",
+         [{"kind": "patch", "layer": last, "head": 1, "position": tokens - 2}]),
+        ("mean at one position", [{"kind": "mean", "layer": 0, "head": 2, "position": 1}]),
+        ("zero at one position", [{"kind": "zero", "layer": last, "head": 0, "position": 0}]),
+        ("mixed", [
+            {"kind": "zero", "layer": 0, "head": 1},
+            {"kind": "patch", "layer": last, "head": 2},
+            {"kind": "scale", "layer": last, "head": 2, "factor": 1.5},
+            {"kind": "residual", "layer": 1, "position": tokens - 1},
+        ]),
+    ]
+    return [{"name": name, "edits": edits} for name, edits in out]
+
+
+def attribution(model, c, acts, position, token):
+    """Direct logit attribution of `token` at `position`, from the hooked activations."""
+    m = model.model
+    d = c["head_dim"]
+    x = acts["resid"][-1][position]
+    scale = torch.sqrt(x.pow(2).mean() + m.norm.variance_epsilon)
+    direction = m.norm.weight * model.lm_head.weight[token] / scale
+    heads = []
+    for layer, z in zip(m.layers, acts["z"]):
+        wo = layer.self_attn.o_proj.weight  # E x heads d: out = z wo^T
+        heads.append([float((z[position, h * d:(h + 1) * d] @ wo[:, h * d:(h + 1) * d].T)
+                            @ direction) for h in range(c["heads"])])
+    parts = {
+        "position": position, "token": token,
+        "embedded": float(acts["resid"][0][position] @ direction),
+        "heads": heads,
+        "mlps": [float(mlp[position] @ direction) for mlp in acts["mlp"]],
+        "logit": float(acts["logits"][position, token]),
+    }
+    total = parts["embedded"] + sum(map(sum, heads)) + sum(parts["mlps"])
+    assert abs(total - parts["logit"]) <= 1e-10 * max(1.0, abs(parts["logit"])), parts
+    return parts
+
+
+def model_goldens(name, seed):
+    model, c = load(name)
+    prompt = c["prompt"]
+    gen = torch.Generator().manual_seed(seed)
+    # Another token at every position, so that every patch changes something.
+    offsets = torch.randint(1, c["vocab"], (len(prompt),), generator=gen)
+    corrupted_ids = ((torch.tensor(prompt) + offsets) % c["vocab"]).tolist()
+    with torch.no_grad():
+        clean = record(model, prompt)
+        corrupted = record(model, corrupted_ids)
+        all_cases = cases(c, len(prompt))
+        logits = torch.stack([run_edited(model, c, prompt, case["edits"], clean, corrupted)
+                              for case in all_cases])
+        lens = torch.stack([model.lm_head(model.model.norm(r)) for r in clean["resid"]])
+        last = len(prompt) - 1
+        attributions = [
+            {"run": "clean", **attribution(model, c, clean, last,
+                                           int(clean["logits"][last].argmax()))},
+            {"run": "clean", **attribution(model, c, clean, last,
+                                           int(corrupted["logits"][last].argmax()))},
+            {"run": "clean", **attribution(model, c, clean, 2, 5)},
+            {"run": "corrupted", **attribution(model, c, corrupted, last, 3)},
+        ]
+    # The lens's last layer is the model's own logits.
+    assert torch.allclose(lens[-1], clean["logits"], rtol=0, atol=1e-12)
+    np.save(OUT / f"{name}.logits.npy", logits.numpy(), allow_pickle=False)
+    np.save(OUT / f"{name}.lens.npy", lens.numpy(), allow_pickle=False)
+    (OUT / f"{name}.json").write_text(json.dumps({
+        "model": f"tests/data/decoder/{name}", "prompt": prompt, "corrupted": corrupted_ids,
+        "cases": all_cases, "attributions": attributions,
+        "transformers": transformers.__version__, "torch": torch.__version__,
+    }, indent=1) + "\n")
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    model_goldens("llama_gqa", seed=43)
+    model_goldens("llama_mqa_tied", seed=44)
+
+
+if __name__ == "__main__":
+    main()
