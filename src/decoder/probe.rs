@@ -18,6 +18,12 @@ use super::{BlockOutput, Decoder, DecoderOutput, Edits, Norm};
 use crate::error::{AttentionError, Operand};
 
 /// What an edit does to one head's output `z_h`.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// let halve = Edit::Head { layer: 0, head: 1, edit: HeadEdit::Scale(0.5), position: None };
+/// assert_eq!(Intervention::new().edit(halve), Intervention::new().scale_head(0, 1, 0.5));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum HeadEdit {
     /// `z_h = 0` (zero ablation).
@@ -31,6 +37,12 @@ pub enum HeadEdit {
 }
 
 /// One change to a run.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// let patch = Edit::Residual { layer: 2, position: 5 };
+/// assert_eq!(Intervention::new().patch_residual(2, 5).edits(), &[patch]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Edit {
     /// A head's output before W_O, at every position (`position: None`) or one.
@@ -224,6 +236,19 @@ impl<'a> Intervention<'a> {
 /// Direct logit attribution: the parts of one token's logit at one position, each part of the
 /// residual stream through the final norm (its scale frozen from the run) and the LM head.
 /// `embedded + Σ heads + Σ mlps` equals the logit (to rounding).
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let norm = Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?);
+/// let decoder = Decoder::new(array![[3.0, 4.0], [1.0, 0.0]], vec![], norm, LmHead::Tied)?;
+/// let run = decoder.forward(&[0])?;
+/// // no blocks: the embedding is the whole logit, 3 * 3 / s + 4 * 4 / s, s = sqrt(12.5)
+/// let parts = decoder.attribute(&run, 0, 0)?;
+/// assert!((parts.embedded - 25.0 / 12.5f64.sqrt()).abs() < 1e-12);
+/// assert!((parts.total() - parts.logit).abs() < 1e-12);
+/// # Ok::<(), AttentionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attribution {
     /// The token embedding's part.
