@@ -474,32 +474,41 @@ impl Decoder {
         run: &DecoderOutput,
         tokens: usize,
     ) -> Result<(), AttentionError> {
-        let e = self.embed.ncols();
-        let fits = run.blocks.len() == self.blocks.len()
-            && run.embedded.dim() == (tokens, e)
-            && run.logits.dim() == (tokens, self.vocab())
-            && self.blocks.iter().zip(&run.blocks).all(|(block, out)| {
-                let attention = block.attention();
-                out.output.dim() == (tokens, e)
-                    && out.hidden.dim() == (tokens, e)
-                    && out.attention.z.dim()
-                        == (tokens, attention.heads() * attention.rope().head_dim())
-            });
-        if fits {
-            return Ok(());
+        if run.blocks.len() != self.blocks.len() {
+            return Err(AttentionError::mismatch(
+                Operand::row(format!("{name}'s blocks"), run.blocks.len()),
+                Operand::row("the decoder's blocks", self.blocks.len()),
+                "a run to probe is the decoder's forward: one output a block",
+            ));
         }
-        Err(AttentionError::mismatch(
-            Operand::new(
-                format!("{name} (blocks, tokens, vocab)"),
-                &[run.blocks.len(), run.embedded.nrows(), run.logits.ncols()],
+        let e = self.embed.ncols();
+        let mut parts = vec![
+            ("embeddings".to_string(), run.embedded.dim(), (tokens, e)),
+            (
+                "logits".to_string(),
+                run.logits.dim(),
+                (tokens, self.vocab()),
             ),
-            Operand::new(
-                "the decoder and the clean run (blocks, tokens, vocab)",
-                &[self.blocks.len(), tokens, self.vocab()],
-            ),
-            "a run to probe must be the decoder's forward over the clean run's tokens, every \
-             token's logits kept",
-        ))
+        ];
+        for (l, (block, out)) in self.blocks.iter().zip(&run.blocks).enumerate() {
+            let attention = block.attention();
+            let z = (tokens, attention.heads() * attention.rope().head_dim());
+            parts.push((format!("block {l}'s z"), out.attention.z.dim(), z));
+            parts.push((format!("block {l}'s hidden"), out.hidden.dim(), (tokens, e)));
+            parts.push((format!("block {l}'s output"), out.output.dim(), (tokens, e)));
+        }
+        match parts.into_iter().find(|(_, got, want)| got != want) {
+            None => Ok(()),
+            Some((part, got, want)) => Err(AttentionError::mismatch(
+                Operand::new(format!("{name}'s {part}"), &[got.0, got.1]),
+                Operand::new(
+                    "what the decoder makes of the clean run's tokens",
+                    &[want.0, want.1],
+                ),
+                "a run to probe is the decoder's forward over as many tokens as the clean run, \
+                 every token's logits kept",
+            )),
+        }
     }
 
     /// Checks one edit against the decoder, the clean run and the source.
