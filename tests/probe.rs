@@ -6,11 +6,14 @@
 #![cfg(feature = "decoder")]
 
 mod common;
+#[path = "data/probe/edits.rs"]
+mod edits;
 
 use std::path::{Path, PathBuf};
 
 use attention_lab::prelude::*;
 use common::ids;
+use edits::{count, edit};
 use ndarray::{Ix1, Ix2, Ix3};
 use ndarray_npy::read_npy;
 use serde_json::Value;
@@ -31,10 +34,6 @@ fn read<D: ndarray::Dimension>(path: &Path) -> Array<f64, D> {
 fn json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
-}
-
-fn count(v: &Value) -> usize {
-    v.as_u64().expect("a count") as usize
 }
 
 /// The goldens of one model (`<model>.json`) and the decoder of the folder they name.
@@ -73,31 +72,6 @@ fn runs(model: &str) -> (Decoder, Value, DecoderOutput, DecoderOutput) {
     let clean = decoder.forward(&ids(&g["prompt"])).unwrap();
     let corrupted = decoder.forward(&ids(&g["corrupted"])).unwrap();
     (decoder, g, clean, corrupted)
-}
-
-/// One edit as the goldens write it.
-fn edit(e: &Value) -> Edit {
-    let at = |key: &str| count(&e[key]);
-    let position = e.get("position").map(count);
-    let edit = match e["kind"].as_str().unwrap() {
-        "residual" => {
-            return Edit::Residual {
-                layer: at("layer"),
-                position: at("position"),
-            }
-        }
-        "zero" => HeadEdit::Zero,
-        "mean" => HeadEdit::Mean,
-        "scale" => HeadEdit::Scale(e["factor"].as_f64().unwrap()),
-        "patch" => HeadEdit::Patch,
-        kind => panic!("an edit of kind {kind}"),
-    };
-    Edit::Head {
-        layer: at("layer"),
-        head: at("head"),
-        edit,
-        position,
-    }
 }
 
 /// The case of the goldens called `name`: its edits and its index.
