@@ -49,6 +49,8 @@ pub mod grad;
 pub mod heads;
 pub mod html;
 pub mod init;
+#[cfg(feature = "encoder")]
+pub mod intervention;
 mod into;
 #[cfg(feature = "encoder")]
 pub mod linear;

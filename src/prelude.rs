@@ -14,13 +14,13 @@ pub use crate::attend::{scaled_dot_product_attention, Attend, Full, Streamed};
 pub use crate::attention::Attention;
 pub use crate::batch::BatchOutput;
 #[cfg(feature = "decoder")]
+pub use crate::decoder::Attribution;
+#[cfg(feature = "decoder")]
 pub use crate::decoder::{
     grouped_query_attention, BlockOutput, Decoder, DecoderBlock, DecoderOutput, Generation,
     GroupedAttention, GroupedOutput, KvCache, LayerCache, LmHead, Mlp, Norm, Sampler, Sampling,
     Step,
 };
-#[cfg(feature = "decoder")]
-pub use crate::decoder::{Attribution, Edit, HeadEdit, Intervention};
 #[cfg(feature = "encoder")]
 pub use crate::encoder::{
     Embeddings, Encode, Encoder, EncoderBuffers, EncoderLayer, EncoderLayerOutput, EncoderOutput,
@@ -38,6 +38,8 @@ pub use crate::grad::{
 pub use crate::heads::{Head, HeadOutput, MultiHead, MultiHeadOutput};
 pub use crate::html;
 pub use crate::init::{random_embeddings, random_projection};
+#[cfg(feature = "encoder")]
+pub use crate::intervention::{Edit, HeadEdit, Intervention, Source};
 #[cfg(feature = "encoder")]
 pub use crate::linear::Linear;
 pub use crate::mask::Mask;

@@ -3,9 +3,9 @@
 //! (the logit lens) or part by part (direct logit attribution).
 //!
 //! A run's [`DecoderOutput`] is its cache of every activation. [`Decoder::intervene`] takes a
-//! clean run and an [`Intervention`] (one options value, as [`crate::attend::Attend`] is) and
-//! recomputes from the first layer the intervention changes onward: the clean run's blocks
-//! below it are reused as they are.
+//! clean run and an [`Intervention`] (one options value, as [`crate::attend::Attend`] is, shared
+//! with the encoder: [`crate::intervention`]) and recomputes from the first layer the
+//! intervention changes onward: the clean run's blocks below it are reused as they are.
 //!
 //! A head's output is its slice of `z` before W_O: head `h` of a layer is the columns
 //! `h d..(h + 1) d` of its `z`, `d` being the head width (transformers' `o_proj` input, split
@@ -16,222 +16,8 @@ use ndarray::{s, Array1, Array2, Axis};
 
 use super::{BlockOutput, Decoder, DecoderOutput, Edits, Norm};
 use crate::error::{AttentionError, Operand};
-
-/// What an edit does to one head's output `z_h`.
-///
-/// ```
-/// use attention_lab::prelude::*;
-/// let halve = Edit::Head { layer: 0, head: 1, edit: HeadEdit::Scale(0.5), position: None };
-/// assert_eq!(Intervention::new().edit(halve), Intervention::new().scale_head(0, 1, 0.5));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum HeadEdit {
-    /// `z_h = 0` (zero ablation).
-    Zero,
-    /// `z_h` = its mean over the clean run's positions (mean ablation).
-    Mean,
-    /// `z_h` times a factor.
-    Scale(f64),
-    /// `z_h` from the source run ([`Intervention::source`]): activation patching.
-    Patch,
-}
-
-/// One change to a run.
-///
-/// ```
-/// use attention_lab::prelude::*;
-/// let patch = Edit::Residual { layer: 2, position: 5 };
-/// assert_eq!(Intervention::new().patch_residual(2, 5).edits(), &[patch]);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Edit {
-    /// A head's output before W_O, at every position (`position: None`) or one.
-    Head {
-        /// The block, from 0.
-        layer: usize,
-        /// The query head, from 0.
-        head: usize,
-        /// What becomes of its output.
-        edit: HeadEdit,
-        /// The one position changed, or every one.
-        position: Option<usize>,
-    },
-    /// The residual stream entering `layer` (the number of blocks: what the final norm reads)
-    /// at one position, taken from the source run.
-    Residual {
-        /// The layer the stream enters, from 0 (the embeddings) to the number of blocks.
-        layer: usize,
-        /// The position patched.
-        position: usize,
-    },
-}
-
-impl Edit {
-    /// The first layer whose computation the edit changes: the head's, or the layer the
-    /// residual stream enters.
-    fn layer(&self) -> usize {
-        match *self {
-            Edit::Head { layer, .. } | Edit::Residual { layer, .. } => layer,
-        }
-    }
-}
-
-/// The changes of one intervened run, and the run patches are taken from.
-///
-/// ```
-/// use attention_lab::prelude::*;
-///
-/// let corrupted = Decoder::new(Array2::eye(2), vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?
-///     .forward(&[1, 0])?;
-/// let intervention = Intervention::new()
-///     .zero_head(0, 1)
-///     .mean_head(1, 0)
-///     .patch_residual(1, 0)
-///     .source(&corrupted);
-/// assert_eq!(intervention.edits().len(), 3);
-/// assert_eq!(intervention.first_layer(), Some(0));
-/// # Ok::<(), AttentionError>(())
-/// ```
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Intervention<'a> {
-    edits: Vec<Edit>,
-    source: Option<&'a DecoderOutput>,
-}
-
-impl<'a> Intervention<'a> {
-    /// No change: the clean run.
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    /// assert_eq!(Intervention::new().first_layer(), None);
-    /// ```
-    pub fn new() -> Intervention<'a> {
-        Intervention::default()
-    }
-
-    /// With one more edit.
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    /// let edit = Edit::Head { layer: 1, head: 2, edit: HeadEdit::Scale(0.5), position: Some(3) };
-    /// assert_eq!(Intervention::new().edit(edit).edits(), &[edit]);
-    /// ```
-    pub fn edit(mut self, edit: Edit) -> Intervention<'a> {
-        self.edits.push(edit);
-        self
-    }
-
-    /// Sets a head's output to zero at every position (zero ablation).
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    /// assert_eq!(Intervention::new().zero_head(1, 0).first_layer(), Some(1));
-    /// ```
-    pub fn zero_head(self, layer: usize, head: usize) -> Intervention<'a> {
-        self.head(layer, head, HeadEdit::Zero)
-    }
-
-    /// Sets a head's output at every position to its mean over the clean run's positions
-    /// (mean ablation).
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    /// assert_eq!(Intervention::new().mean_head(0, 3).first_layer(), Some(0));
-    /// ```
-    pub fn mean_head(self, layer: usize, head: usize) -> Intervention<'a> {
-        self.head(layer, head, HeadEdit::Mean)
-    }
-
-    /// Multiplies a head's output at every position by `factor`.
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    /// assert_eq!(Intervention::new().scale_head(0, 1, 2.0).edits().len(), 1);
-    /// ```
-    pub fn scale_head(self, layer: usize, head: usize, factor: f64) -> Intervention<'a> {
-        self.head(layer, head, HeadEdit::Scale(factor))
-    }
-
-    /// Takes a head's output at every position from the source run (activation patching).
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    /// assert_eq!(Intervention::new().patch_head(2, 1).first_layer(), Some(2));
-    /// ```
-    pub fn patch_head(self, layer: usize, head: usize) -> Intervention<'a> {
-        self.head(layer, head, HeadEdit::Patch)
-    }
-
-    /// Takes a head's output at one position from the source run.
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    /// assert_eq!(Intervention::new().patch_head_at(2, 1, 4).first_layer(), Some(2));
-    /// ```
-    pub fn patch_head_at(self, layer: usize, head: usize, position: usize) -> Intervention<'a> {
-        self.edit(Edit::Head {
-            layer,
-            head,
-            edit: HeadEdit::Patch,
-            position: Some(position),
-        })
-    }
-
-    /// Takes the residual stream entering `layer` at `position` from the source run
-    /// (`layer` = the number of blocks: the stream the final norm reads).
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    /// assert_eq!(Intervention::new().patch_residual(3, 0).first_layer(), Some(3));
-    /// ```
-    pub fn patch_residual(self, layer: usize, position: usize) -> Intervention<'a> {
-        self.edit(Edit::Residual { layer, position })
-    }
-
-    /// The run patches are taken from (a corrupted prompt's, as long as the clean one).
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    /// let decoder = Decoder::new(Array2::eye(2), vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?;
-    /// let corrupted = decoder.forward(&[1])?;
-    /// assert!(Intervention::new().source(&corrupted).patch_residual(0, 0).edits().len() == 1);
-    /// # Ok::<(), AttentionError>(())
-    /// ```
-    pub fn source(mut self, run: &'a DecoderOutput) -> Intervention<'a> {
-        self.source = Some(run);
-        self
-    }
-
-    /// The edits, in the order given (applied in that order where they meet).
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    /// assert!(Intervention::new().edits().is_empty());
-    /// ```
-    pub fn edits(&self) -> &[Edit] {
-        &self.edits
-    }
-
-    /// The first layer the edits change (`None` without edits): an intervened run reuses the
-    /// clean run's blocks below it.
-    ///
-    /// ```
-    /// use attention_lab::prelude::*;
-    /// assert_eq!(Intervention::new().zero_head(2, 0).patch_residual(1, 0).first_layer(), Some(1));
-    /// ```
-    pub fn first_layer(&self) -> Option<usize> {
-        self.edits.iter().map(Edit::layer).min()
-    }
-
-    fn head(self, layer: usize, head: usize, edit: HeadEdit) -> Intervention<'a> {
-        self.edit(Edit::Head {
-            layer,
-            head,
-            edit,
-            position: None,
-        })
-    }
-}
+use crate::intervention::{check_index, check_parts, Activations, Edited, Part, Source};
+pub use crate::intervention::{Edit, HeadEdit, Intervention};
 
 /// Direct logit attribution: the parts of one token's logit at one position, each part of the
 /// residual stream through the final norm (its scale frozen from the run) and the LM head.
@@ -329,24 +115,20 @@ impl Decoder {
         clean: &DecoderOutput,
         intervention: &Intervention<'_>,
     ) -> Result<DecoderOutput, AttentionError> {
-        self.check_run("the clean run", clean, clean.embedded.nrows())?;
-        for edit in &intervention.edits {
-            self.check_edit(edit, clean, intervention.source)?;
-        }
-        let Some(start) = intervention.first_layer() else {
+        let tokens = clean.embedded.nrows();
+        let columns = self.blocks.iter().map(|b| {
+            let d = b.attention().rope().head_dim();
+            (0..b.attention().heads())
+                .map(|h| h * d..(h + 1) * d)
+                .collect()
+        });
+        let edits = Edited::new(intervention, clean, columns.collect(), |name, run| {
+            self.check_run(name, run, tokens)
+        })?;
+        let Some(start) = edits.first_layer() else {
             return Ok(clean.clone());
         };
         let blocks: Vec<BlockOutput> = clean.blocks[..start.min(self.blocks.len())].to_vec();
-        let edits = Edited {
-            edits: &intervention.edits,
-            clean,
-            source: intervention.source,
-            head_dims: self
-                .blocks
-                .iter()
-                .map(|b| b.attention().rope().head_dim())
-                .collect(),
-        };
         let mut cache = self.cache();
         self.resume(
             clean.embedded.clone(),
@@ -482,7 +264,7 @@ impl Decoder {
             ));
         }
         let e = self.embed.ncols();
-        let mut parts = vec![
+        let mut parts: Vec<Part> = vec![
             ("embeddings".to_string(), run.embedded.dim(), (tokens, e)),
             (
                 "logits".to_string(),
@@ -497,153 +279,35 @@ impl Decoder {
             parts.push((format!("block {l}'s hidden"), out.hidden.dim(), (tokens, e)));
             parts.push((format!("block {l}'s output"), out.output.dim(), (tokens, e)));
         }
-        match parts.into_iter().find(|(_, got, want)| got != want) {
-            None => Ok(()),
-            Some((part, got, want)) => Err(AttentionError::mismatch(
-                Operand::new(format!("{name}'s {part}"), &[got.0, got.1]),
-                Operand::new(
-                    "what the decoder makes of the clean run's tokens",
-                    &[want.0, want.1],
-                ),
-                "a run to probe is the decoder's forward over as many tokens as the clean run, \
-                 every token's logits kept",
-            )),
-        }
+        let rule = "a run to probe is the decoder's forward over as many tokens as the clean run, \
+                    every token's logits kept";
+        check_parts(name, "the decoder", parts, rule)
+    }
+}
+
+impl Activations for DecoderOutput {
+    fn stream(&self, layer: usize) -> Option<&Array2<f64>> {
+        self.residual(layer)
     }
 
-    /// Checks one edit against the decoder, the clean run and the source.
-    fn check_edit(
-        &self,
-        edit: &Edit,
-        clean: &DecoderOutput,
-        source: Option<&DecoderOutput>,
-    ) -> Result<(), AttentionError> {
-        let tokens = clean.embedded.nrows();
-        let layers = self.blocks.len();
-        let (position, patch, option) = match *edit {
-            Edit::Head {
-                layer,
-                head,
-                edit,
-                position,
-            } => {
-                check_index("layer", layer, "decoder's blocks", layers)?;
-                let heads = self.blocks[layer].attention().heads();
-                check_index("head", head, "heads of the layer", heads)?;
-                if let HeadEdit::Scale(factor) = edit {
-                    if !factor.is_finite() {
-                        return Err(AttentionError::Setting {
-                            name: "factor",
-                            value: factor.to_string(),
-                            rule: "a head's output may be scaled by a finite factor only",
-                        });
-                    }
-                }
-                (
-                    position,
-                    edit == HeadEdit::Patch,
-                    "Intervention::patch_head",
-                )
-            }
-            Edit::Residual { layer, position } => {
-                check_index("layer", layer, "residual streams (blocks + 1)", layers + 1)?;
-                (Some(position), true, "Intervention::patch_residual")
-            }
-        };
-        if let Some(position) = position {
-            check_index("position", position, "positions of the clean run", tokens)?;
-        }
-        if !patch {
-            return Ok(());
-        }
+    fn z(&self, layer: usize) -> Option<&Array2<f64>> {
+        self.blocks.get(layer).map(|b| &b.attention.z)
+    }
+
+    fn of(source: Source<'_>) -> Option<&DecoderOutput> {
         match source {
-            Some(run) => self.check_run("the source run", run, tokens),
-            None => Err(AttentionError::NotApplicable {
-                option,
-                reason: "a patch takes its values from another run: give it with \
-                         Intervention::source(&run)",
-            }),
+            Source::Decoder(run) => Some(run),
+            _ => None,
         }
     }
 }
 
-/// [`OutOfRange`](AttentionError::OutOfRange) when `index` is not below `len`.
-fn check_index(
-    what: &'static str,
-    index: usize,
-    table: &str,
-    len: usize,
-) -> Result<(), AttentionError> {
-    match index < len {
-        true => Ok(()),
-        false => Err(AttentionError::OutOfRange {
-            what,
-            index,
-            table: Operand::new(table, &[len]),
-        }),
-    }
-}
-
-/// An intervention's edits, checked, with what they read: the clean run (for means) and the
-/// source (for patches).
-struct Edited<'a> {
-    edits: &'a [Edit],
-    clean: &'a DecoderOutput,
-    source: Option<&'a DecoderOutput>,
-    head_dims: Vec<usize>,
-}
-
-impl Edits for Edited<'_> {
-    fn residual(&self, at: usize, x: &mut Array2<f64>) {
-        for edit in self.edits {
-            let Edit::Residual { layer, position } = *edit else {
-                continue;
-            };
-            // Decoder::check_edit made sure a patch has its source, a run of every layer.
-            let from = self.source.and_then(|run| run.residual(layer));
-            if let (true, Some(from)) = (layer == at, from) {
-                x.row_mut(position).assign(&from.row(position));
-            }
-        }
+impl Edits for Edited<'_, DecoderOutput> {
+    fn residual(&self, layer: usize, x: &mut Array2<f64>) {
+        Edited::residual(self, layer, x);
     }
 
-    fn z(&self, at: usize, z: &mut Array2<f64>) {
-        let d = self.head_dims[at];
-        for edit in self.edits {
-            let Edit::Head {
-                layer,
-                head,
-                edit,
-                position,
-            } = *edit
-            else {
-                continue;
-            };
-            if layer != at {
-                continue;
-            }
-            let columns = s![.., head * d..(head + 1) * d];
-            let rows = match position {
-                Some(p) => s![p..p + 1, ..],
-                None => s![.., ..],
-            };
-            let mut zh = z.slice_mut(columns);
-            let mut zh = zh.slice_mut(rows);
-            match edit {
-                HeadEdit::Zero => zh.fill(0.0),
-                HeadEdit::Scale(factor) => zh *= factor,
-                HeadEdit::Mean => {
-                    let clean = self.clean.blocks[layer].attention.z.slice(columns);
-                    let mean = clean.sum_axis(Axis(0)) / clean.nrows() as f64;
-                    zh.assign(&mean);
-                }
-                HeadEdit::Patch => {
-                    if let Some(source) = self.source {
-                        let source = source.blocks[layer].attention.z.slice(columns);
-                        zh.assign(&source.slice(rows));
-                    }
-                }
-            }
-        }
+    fn z(&self, layer: usize, z: &mut Array2<f64>) {
+        Edited::z(self, layer, z);
     }
 }

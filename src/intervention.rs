@@ -1,0 +1,489 @@
+//! Interventions on a model's run as TransformerLens makes them, one options value
+//! ([`Intervention`]) for the decoder (`Decoder::intervene`, with the feature `decoder`) and the
+//! encoder ([`Encoder::intervene`](crate::encoder::Encoder::intervene)): zero-ablate, mean-ablate or scale a head's output, patch a
+//! head's output or the residual stream at a (layer, position) from another run, and recompute
+//! from the first changed layer only.
+//!
+//! A head's output is its slice of `z` before W_O, the heads' outputs side by side (a
+//! decoder's `z`, an encoder's `concat`): head `h` of a layer is its columns of `z`
+//! (transformers' `o_proj` or `attention.output.dense` input, split per head). The residual
+//! stream entering layer `l` is the embeddings for `l = 0` and layer `l - 1`'s output after;
+//! `l` = the number of layers is the stream after the last.
+
+use std::ops::Range;
+
+use ndarray::{s, Array2, Axis};
+
+#[cfg(feature = "decoder")]
+use crate::decoder::DecoderOutput;
+use crate::encoder::EncoderOutput;
+use crate::error::{AttentionError, Operand};
+
+/// What an edit does to one head's output `z_h`.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// let halve = Edit::Head { layer: 0, head: 1, edit: HeadEdit::Scale(0.5), position: None };
+/// assert_eq!(Intervention::new().edit(halve), Intervention::new().scale_head(0, 1, 0.5));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HeadEdit {
+    /// `z_h = 0` (zero ablation).
+    Zero,
+    /// `z_h` = its mean over the clean run's positions (mean ablation).
+    Mean,
+    /// `z_h` times a factor.
+    Scale(f64),
+    /// `z_h` from the source run ([`Intervention::source`]): activation patching.
+    Patch,
+}
+
+/// One change to a run.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// let patch = Edit::Residual { layer: 2, position: 5 };
+/// assert_eq!(Intervention::new().patch_residual(2, 5).edits(), &[patch]);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Edit {
+    /// A head's output before W_O, at every position (`position: None`) or one.
+    Head {
+        /// The layer (a decoder's block), from 0.
+        layer: usize,
+        /// The query head, from 0.
+        head: usize,
+        /// What becomes of its output.
+        edit: HeadEdit,
+        /// The one position changed, or every one.
+        position: Option<usize>,
+    },
+    /// The residual stream entering `layer` at one position, taken from the source run: the
+    /// embeddings for 0, layer `layer - 1`'s output after; the number of layers is the stream
+    /// after the last (what a decoder's final norm reads, an encoder's last hidden state).
+    Residual {
+        /// The layer the stream enters, from 0 (the embeddings) to the number of layers.
+        layer: usize,
+        /// The position patched.
+        position: usize,
+    },
+}
+
+impl Edit {
+    /// The first layer whose computation the edit changes: the head's, or the layer the
+    /// residual stream enters.
+    pub(crate) fn layer(&self) -> usize {
+        match *self {
+            Edit::Head { layer, .. } | Edit::Residual { layer, .. } => layer,
+        }
+    }
+}
+
+/// The changes of one intervened run, and the run patches are taken from: one options value,
+/// as [`Attend`](crate::attend::Attend) is, for the decoder (`Decoder::intervene`, with the
+/// feature `decoder`) and the encoder ([`Encoder::intervene`](crate::encoder::Encoder::intervene)).
+///
+/// ```
+/// use attention_lab::prelude::*;
+///
+/// let norm = LayerNorm::new(Array1::ones(2), Array1::zeros(2), 1e-12)?;
+/// let encoder = Encoder::new(Embeddings::new(Array2::eye(2), Array2::zeros((8, 2)), Array2::zeros((1, 2)), norm)?, vec![])?;
+/// let corrupted = encoder.forward(&[1, 0])?;
+/// let intervention = Intervention::new()
+///     .zero_head(0, 1)
+///     .mean_head(1, 0)
+///     .patch_residual(1, 0)
+///     .source(&corrupted);
+/// assert_eq!(intervention.edits().len(), 3);
+/// assert_eq!(intervention.first_layer(), Some(0));
+/// # Ok::<(), AttentionError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Intervention<'a> {
+    edits: Vec<Edit>,
+    source: Option<Source<'a>>,
+}
+
+impl<'a> Intervention<'a> {
+    /// No change: the clean run.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(Intervention::new().first_layer(), None);
+    /// ```
+    pub fn new() -> Intervention<'a> {
+        Intervention::default()
+    }
+
+    /// With one more edit.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let edit = Edit::Head { layer: 1, head: 2, edit: HeadEdit::Scale(0.5), position: Some(3) };
+    /// assert_eq!(Intervention::new().edit(edit).edits(), &[edit]);
+    /// ```
+    pub fn edit(mut self, edit: Edit) -> Intervention<'a> {
+        self.edits.push(edit);
+        self
+    }
+
+    /// Sets a head's output to zero at every position (zero ablation).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(Intervention::new().zero_head(1, 0).first_layer(), Some(1));
+    /// ```
+    pub fn zero_head(self, layer: usize, head: usize) -> Intervention<'a> {
+        self.head(layer, head, HeadEdit::Zero)
+    }
+
+    /// Sets a head's output at every position to its mean over the clean run's positions
+    /// (mean ablation).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(Intervention::new().mean_head(0, 3).first_layer(), Some(0));
+    /// ```
+    pub fn mean_head(self, layer: usize, head: usize) -> Intervention<'a> {
+        self.head(layer, head, HeadEdit::Mean)
+    }
+
+    /// Multiplies a head's output at every position by `factor`.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(Intervention::new().scale_head(0, 1, 2.0).edits().len(), 1);
+    /// ```
+    pub fn scale_head(self, layer: usize, head: usize, factor: f64) -> Intervention<'a> {
+        self.head(layer, head, HeadEdit::Scale(factor))
+    }
+
+    /// Takes a head's output at every position from the source run (activation patching).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(Intervention::new().patch_head(2, 1).first_layer(), Some(2));
+    /// ```
+    pub fn patch_head(self, layer: usize, head: usize) -> Intervention<'a> {
+        self.head(layer, head, HeadEdit::Patch)
+    }
+
+    /// Takes a head's output at one position from the source run.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(Intervention::new().patch_head_at(2, 1, 4).first_layer(), Some(2));
+    /// ```
+    pub fn patch_head_at(self, layer: usize, head: usize, position: usize) -> Intervention<'a> {
+        self.edit(Edit::Head {
+            layer,
+            head,
+            edit: HeadEdit::Patch,
+            position: Some(position),
+        })
+    }
+
+    /// Takes the residual stream entering `layer` at `position` from the source run
+    /// (`layer` = the number of layers: the stream after the last).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(Intervention::new().patch_residual(3, 0).first_layer(), Some(3));
+    /// ```
+    pub fn patch_residual(self, layer: usize, position: usize) -> Intervention<'a> {
+        self.edit(Edit::Residual { layer, position })
+    }
+
+    /// The run patches are taken from (a corrupted prompt's, as long as the clean one): a run
+    /// of the same model, a decoder's or an encoder's ([`Source`]).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let norm = LayerNorm::new(Array1::ones(2), Array1::zeros(2), 1e-12)?;
+    /// let encoder = Encoder::new(Embeddings::new(Array2::eye(2), Array2::zeros((8, 2)), Array2::zeros((1, 2)), norm)?, vec![])?;
+    /// let corrupted = encoder.forward(&[1])?;
+    /// let intervention = Intervention::new().source(&corrupted).patch_residual(0, 0);
+    /// assert_eq!(intervention.patched_from(), Some(Source::Encoder(&corrupted)));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    pub fn source(mut self, run: impl Into<Source<'a>>) -> Intervention<'a> {
+        self.source = Some(run.into());
+        self
+    }
+
+    /// The run patches are taken from, if [`Intervention::source`] gave one.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(Intervention::new().patch_head(0, 0).patched_from(), None);
+    /// ```
+    pub fn patched_from(&self) -> Option<Source<'a>> {
+        self.source
+    }
+
+    /// The edits, in the order given (applied in that order where they meet).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert!(Intervention::new().edits().is_empty());
+    /// ```
+    pub fn edits(&self) -> &[Edit] {
+        &self.edits
+    }
+
+    /// The first layer the edits change (`None` without edits): an intervened run reuses the
+    /// clean run's layers below it.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// assert_eq!(Intervention::new().zero_head(2, 0).patch_residual(1, 0).first_layer(), Some(1));
+    /// ```
+    pub fn first_layer(&self) -> Option<usize> {
+        self.edits.iter().map(Edit::layer).min()
+    }
+
+    fn head(self, layer: usize, head: usize, edit: HeadEdit) -> Intervention<'a> {
+        self.edit(Edit::Head {
+            layer,
+            head,
+            edit,
+            position: None,
+        })
+    }
+}
+
+/// The run an intervention's patches are taken from ([`Intervention::source`]): a run of the
+/// same kind of model as the clean one, as long as it.
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// let norm = LayerNorm::new(Array1::ones(2), Array1::zeros(2), 1e-12)?;
+/// let encoder = Encoder::new(Embeddings::new(Array2::eye(2), Array2::zeros((8, 2)), Array2::zeros((1, 2)), norm)?, vec![])?;
+/// let run = encoder.forward(&[0, 1])?;
+/// assert_eq!(Source::from(&run), Source::Encoder(&run));
+/// # Ok::<(), AttentionError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum Source<'a> {
+    /// A decoder's run (`Decoder::forward`).
+    #[cfg(feature = "decoder")]
+    Decoder(&'a DecoderOutput),
+    /// An encoder's run ([`Encoder::forward`](crate::encoder::Encoder::forward)).
+    Encoder(&'a EncoderOutput),
+}
+
+#[cfg(feature = "decoder")]
+impl<'a> From<&'a DecoderOutput> for Source<'a> {
+    fn from(run: &'a DecoderOutput) -> Source<'a> {
+        Source::Decoder(run)
+    }
+}
+
+impl<'a> From<&'a EncoderOutput> for Source<'a> {
+    fn from(run: &'a EncoderOutput) -> Source<'a> {
+        Source::Encoder(run)
+    }
+}
+
+/// A run's activations as the edits read them: the residual stream entering each layer and
+/// each layer's heads' outputs side by side (tokens x heads d).
+pub(crate) trait Activations: Sized {
+    /// The residual stream entering `layer` (the stream after the last for the number of
+    /// layers); `None` past that.
+    fn stream(&self, layer: usize) -> Option<&Array2<f64>>;
+    /// The heads' outputs of `layer` side by side, before W_O.
+    fn z(&self, layer: usize) -> Option<&Array2<f64>>;
+    /// The run a source names, when it is a run of this kind of model.
+    fn of(source: Source<'_>) -> Option<&Self>;
+}
+
+/// [`OutOfRange`](AttentionError::OutOfRange) when `index` is not below `len`.
+pub(crate) fn check_index(
+    what: &'static str,
+    index: usize,
+    table: &str,
+    len: usize,
+) -> Result<(), AttentionError> {
+    match index < len {
+        true => Ok(()),
+        false => Err(AttentionError::OutOfRange {
+            what,
+            index,
+            table: Operand::new(table, &[len]),
+        }),
+    }
+}
+
+/// A part of a run to probe: its name, its shape, and the shape the model makes of the clean
+/// run's tokens.
+pub(crate) type Part = (String, (usize, usize), (usize, usize));
+
+/// [`Mismatch`](AttentionError::Mismatch) naming `run`'s first part whose shape is not what
+/// `model` ("the decoder") makes of the clean run's tokens, with `rule`.
+pub(crate) fn check_parts(
+    run: &str,
+    model: &str,
+    parts: Vec<Part>,
+    rule: &'static str,
+) -> Result<(), AttentionError> {
+    match parts.into_iter().find(|(_, got, want)| got != want) {
+        None => Ok(()),
+        Some((part, got, want)) => Err(AttentionError::mismatch(
+            Operand::new(format!("{run}'s {part}"), &[got.0, got.1]),
+            Operand::new(
+                format!("what {model} makes of the clean run's tokens"),
+                &[want.0, want.1],
+            ),
+            rule,
+        )),
+    }
+}
+
+/// An intervention's edits, checked against a model and its clean run, with what they read:
+/// the clean run (for means) and the source (for patches). The model's pass gives it the
+/// residual stream entering each layer and each layer's `z`; edits are applied in the order
+/// given.
+pub(crate) struct Edited<'a, R> {
+    edits: &'a [Edit],
+    clean: &'a R,
+    source: Option<&'a R>,
+    /// Each layer's heads' columns of `z`.
+    columns: Vec<Vec<Range<usize>>>,
+}
+
+impl<'a, R: Activations> Edited<'a, R> {
+    /// Checks `intervention`'s edits against a model whose layer `l` has heads at the columns
+    /// `columns[l]` of its `z`, and `clean`'s positions; `check_run(name, run)` checks that a
+    /// run is a full pass of the model as long as `clean`: `clean` itself ("the clean run")
+    /// and the source ("the source run") when a patch needs it.
+    pub(crate) fn new(
+        intervention: &'a Intervention<'_>,
+        clean: &'a R,
+        columns: Vec<Vec<Range<usize>>>,
+        check_run: impl Fn(&str, &R) -> Result<(), AttentionError>,
+    ) -> Result<Edited<'a, R>, AttentionError> {
+        check_run("the clean run", clean)?;
+        let source = match intervention.source {
+            None => None,
+            Some(source) => Some(R::of(source).ok_or(AttentionError::NotApplicable {
+                option: "Intervention::source",
+                reason: "a patch takes its values from a run of the same kind of model as the \
+                         clean run (a decoder's for a decoder, an encoder's for an encoder)",
+            })?),
+        };
+        let tokens = clean.stream(0).map_or(0, Array2::nrows);
+        let layers = columns.len();
+        for edit in &intervention.edits {
+            let (position, patch, option) = match *edit {
+                Edit::Head {
+                    layer,
+                    head,
+                    edit,
+                    position,
+                } => {
+                    check_index("layer", layer, "layers of the model", layers)?;
+                    check_index("head", head, "heads of the layer", columns[layer].len())?;
+                    if let HeadEdit::Scale(factor) = edit {
+                        if !factor.is_finite() {
+                            return Err(AttentionError::Setting {
+                                name: "factor",
+                                value: factor.to_string(),
+                                rule: "a head's output may be scaled by a finite factor only",
+                            });
+                        }
+                    }
+                    let patch = edit == HeadEdit::Patch;
+                    (position, patch, "Intervention::patch_head")
+                }
+                Edit::Residual { layer, position } => {
+                    check_index("layer", layer, "residual streams (layers + 1)", layers + 1)?;
+                    (Some(position), true, "Intervention::patch_residual")
+                }
+            };
+            if let Some(position) = position {
+                check_index("position", position, "positions of the clean run", tokens)?;
+            }
+            match (patch, source) {
+                (false, _) => {}
+                (true, Some(run)) => check_run("the source run", run)?,
+                (true, None) => {
+                    return Err(AttentionError::NotApplicable {
+                        option,
+                        reason: "a patch takes its values from another run: give it with \
+                                 Intervention::source(&run)",
+                    })
+                }
+            }
+        }
+        Ok(Edited {
+            edits: &intervention.edits,
+            clean,
+            source,
+            columns,
+        })
+    }
+
+    /// The first layer the edits change; `None` without edits.
+    pub(crate) fn first_layer(&self) -> Option<usize> {
+        self.edits.iter().map(Edit::layer).min()
+    }
+
+    /// Changes the residual stream entering layer `at`, tokens x E.
+    pub(crate) fn residual(&self, at: usize, x: &mut Array2<f64>) {
+        for edit in self.edits {
+            let Edit::Residual { layer, position } = *edit else {
+                continue;
+            };
+            // Edited::new made sure a patch has its source, a run that fits the clean one.
+            let from = self.source.and_then(|run| run.stream(layer));
+            if let (true, Some(from)) = (layer == at, from) {
+                x.row_mut(position).assign(&from.row(position));
+            }
+        }
+    }
+
+    /// Changes the heads' outputs `z` of layer `at` (tokens x heads d); whether an edit did.
+    pub(crate) fn z(&self, at: usize, z: &mut Array2<f64>) -> bool {
+        let mut changed = false;
+        for edit in self.edits {
+            let Edit::Head {
+                layer,
+                head,
+                edit,
+                position,
+            } = *edit
+            else {
+                continue;
+            };
+            if layer != at {
+                continue;
+            }
+            changed = true;
+            let columns = s![.., self.columns[layer][head].clone()];
+            let rows = match position {
+                Some(p) => s![p..p + 1, ..],
+                None => s![.., ..],
+            };
+            let mut zh = z.slice_mut(columns);
+            let mut zh = zh.slice_mut(rows);
+            match edit {
+                HeadEdit::Zero => zh.fill(0.0),
+                HeadEdit::Scale(factor) => zh *= factor,
+                HeadEdit::Mean => {
+                    if let Some(clean) = self.clean.z(layer) {
+                        let clean = clean.slice(columns);
+                        let mean = clean.sum_axis(Axis(0)) / clean.nrows() as f64;
+                        zh.assign(&mean);
+                    }
+                }
+                HeadEdit::Patch => {
+                    if let Some(source) = self.source.and_then(|run| run.z(layer)) {
+                        zh.assign(&source.slice(columns).slice(rows));
+                    }
+                }
+            }
+        }
+        changed
+    }
+}
