@@ -11,7 +11,7 @@
 #![cfg(feature = "decoder")]
 
 mod common;
-#[path = "data/probe/edits.rs"]
+#[path = "common/probe_edits.rs"]
 mod edits;
 
 use std::path::{Path, PathBuf};

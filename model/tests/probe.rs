@@ -20,7 +20,7 @@ use ndarray::Array3;
 use ndarray_npy::read_npy;
 use serde_json::Value;
 
-#[path = "../../tests/data/probe/edits.rs"]
+#[path = "../../tests/common/probe_edits.rs"]
 mod edits;
 use edits::{count, edit};
 

@@ -1,5 +1,5 @@
 //! The edits of the probe goldens (scripts/probe_goldens.py) as `Edit`s: one reader for the
-//! tests that check them (tests/probe.rs, model/tests/probe.rs), kept beside the goldens.
+//! tests that check them (tests/probe.rs, model/tests/probe.rs).
 
 use attention_lab::prelude::*;
 use serde_json::Value;
