@@ -27,7 +27,8 @@
 //! other masks), [`batch`] (`(batch, tokens, features)` arrays, per-item key padding), [`position`] (sinusoidal positional encoding), [`heads`], [`stream`] (attention
 //! without the N x N matrix), [`torch`] (loading PyTorch's `nn.MultiheadAttention`), `norm` (layer norm), `feed_forward` (the GELU block), `encoder` (a BERT encoder: embeddings and layers, every intermediate kept) and `pooling` (a sentence's embedding), with the feature `encoder`, `grad` (backward passes by hand, SGD and AdamW) with the feature `learn`, [`init`] (ndarray-rand starting values), [`np`] (NumPy
 //! printing, rounding and random streams), [`error`], [`html`] (escaping for HTML and SVG text), [`answers`] (a student's answers for
-//! `attention-lab grade`).
+//! `attention-lab grade`), [`check`] (exercises inside a notebook: a learner's function checked
+//! on random inputs, its mistake named).
 //! Heatmaps are in the companion crate `attention-lab-plot` (workspace member `plot/`); a real
 //! model's files (safetensors, tokenizer) are read by `attention-lab-model` (`model/`).
 //! Everything is `f64` and concrete, so notebook cells that call it compile fast.
@@ -36,6 +37,7 @@ pub mod answers;
 pub mod attend;
 pub mod attention;
 pub mod batch;
+pub mod check;
 #[cfg(feature = "decoder")]
 pub mod decoder;
 #[cfg(feature = "encoder")]

@@ -3,95 +3,18 @@
 //! as the forward parts are judged (tolerance, carried forward, named mistakes). A backward
 //! answer of another shape is judged (wrong), not refused, so that a transposed one is named.
 
-use attention_lab::prelude::softmax_backward;
+use attention_lab::check::step::{Step, DK, DQ, DSCORES, DV, DW, DWEIGHTS, DWO, DZ};
+use attention_lab::prelude::MultiHeadOutput;
 use attention_lab_io::error::Result;
 use attention_lab_io::problem;
 use ndarray::s;
 
 use super::answers::{Key, Submission};
-use super::mark::{product, sqrt_dk, Check, Mark, Mistake, MistakeFn, StepFn, Verdict};
+use super::mark::{Check, Mark, Verdict};
 use super::M;
-use attention_lab::prelude::MultiHeadOutput;
-
-/// `a^T b`, or `None` when the shapes do not fit.
-fn t_product(a: &M, b: &M) -> Option<M> {
-    (a.nrows() == b.nrows()).then(|| a.t().dot(b))
-}
-
-/// `a b^T`, or `None` when the shapes do not fit.
-fn product_t(a: &M, b: &M) -> Option<M> {
-    (a.ncols() == b.ncols()).then(|| a.dot(&b.t()))
-}
-
-/// `Z^T G`; inputs Z, G.
-fn dwo(i: &[&M]) -> Option<M> {
-    t_product(i[0], i[1])
-}
-
-/// `G W_O^T` restricted to a head's rows of W_O, and `dZ V^T`; inputs G (or dZ), W_O's rows
-/// (or V).
-fn times_transposed(i: &[&M]) -> Option<M> {
-    product_t(i[0], i[1])
-}
-
-/// Softmax's backward pass; inputs A, dA.
-fn dscores(i: &[&M]) -> Option<M> {
-    softmax_backward(i[0], i[1]).ok()
-}
-
-/// `dS K / sqrt(d_k)`; inputs dS, K.
-fn dq(i: &[&M]) -> Option<M> {
-    product(i).map(|m| m / sqrt_dk(i[1]))
-}
-
-/// `dS^T Q / sqrt(d_k)`; inputs dS, Q.
-fn dk(i: &[&M]) -> Option<M> {
-    t_product(i[0], i[1]).map(|m| m / sqrt_dk(i[1]))
-}
-
-/// `A^T dZ` and `X^T dQ`; inputs A (or X), dZ (or dQ).
-fn transposed_first(i: &[&M]) -> Option<M> {
-    t_product(i[0], i[1])
-}
-
-const DWO_MISTAKES: [(Mistake, MistakeFn); 1] =
-    [(Mistake::Transposed("G^T Z instead of Z^T G"), |i, _| {
-        t_product(i[1], i[0])
-    })];
-const DZ_MISTAKES: [(Mistake, MistakeFn); 1] =
-    [(Mistake::Transposed("W_O G^T instead of G W_O^T"), |i, _| {
-        product_t(i[1], i[0])
-    })];
-const DA_MISTAKES: [(Mistake, MistakeFn); 1] =
-    [(Mistake::Transposed("V dZ^T instead of dZ V^T"), |i, _| {
-        product_t(i[1], i[0])
-    })];
-const DS_MISTAKES: [(Mistake, MistakeFn); 1] = [(Mistake::JacobianDiagonalOnly, |i, _| {
-    (i[0].dim() == i[1].dim()).then(|| i[0] * i[1])
-})];
-const DQ_MISTAKES: [(Mistake, MistakeFn); 2] = [
-    (Mistake::BackwardNoSqrtDk, |i, _| product(i)),
-    (Mistake::Transposed("dS^T K instead of dS K"), |i, _| {
-        t_product(i[0], i[1]).map(|m| m / sqrt_dk(i[1]))
-    }),
-];
-const DK_MISTAKES: [(Mistake, MistakeFn); 2] = [
-    (Mistake::BackwardNoSqrtDk, |i, _| t_product(i[0], i[1])),
-    (Mistake::Transposed("dS Q instead of dS^T Q"), |i, _| {
-        product(i).map(|m| m / sqrt_dk(i[1]))
-    }),
-];
-const DV_MISTAKES: [(Mistake, MistakeFn); 1] =
-    [(Mistake::Transposed("A dZ instead of A^T dZ"), |i, _| {
-        product(i)
-    })];
-const DW_MISTAKES: [(Mistake, MistakeFn); 1] = [(
-    Mistake::Transposed("dQ^T X instead of X^T dQ (or dK, dV)"),
-    |i, _| t_product(i[1], i[0]),
-)];
 
 /// A step of part (g): name, answer, reference, own inputs, the key's inputs, whether the
-/// own inputs were right, the step and its mistakes.
+/// own inputs were right, and the step.
 type GStep<'a> = (
     &'static str,
     &'a M,
@@ -99,8 +22,7 @@ type GStep<'a> = (
     Vec<&'a M>,
     Vec<&'a M>,
     bool,
-    StepFn,
-    &'static [(Mistake, MistakeFn)],
+    Step,
 );
 
 /// Whether the mark of `matrix` is right.
@@ -151,8 +73,7 @@ pub(super) fn grade_backward(
             own: vec![&sub_f.concat, g],
             own_right: right(marks, "Z"),
             given: vec![&solution.concat, g],
-            step: dwo,
-            mistakes: &DWO_MISTAKES,
+            step: DWO,
         },
         &mut out,
     );
@@ -178,8 +99,7 @@ pub(super) fn grade_backward(
                 own: vec![g, rows],
                 own_right: true,
                 given: vec![g, rows],
-                step: times_transposed,
-                mistakes: &DZ_MISTAKES,
+                step: DZ,
             },
             &mut out,
         );
@@ -200,8 +120,7 @@ pub(super) fn grade_backward(
                 own: vec![&a[0], &own_h.v],
                 own_right: dz_v,
                 given: vec![&grads.dz[n], &w.v],
-                step: times_transposed,
-                mistakes: &DA_MISTAKES,
+                step: DWEIGHTS,
             },
             &mut out,
         );
@@ -216,8 +135,7 @@ pub(super) fn grade_backward(
                 own: vec![&own_h.weights, &a[1]],
                 own_right: a_da,
                 given: vec![&w.weights, &ref_g.dweights],
-                step: dscores,
-                mistakes: &DS_MISTAKES,
+                step: DSCORES,
             },
             &mut out,
         );
@@ -236,8 +154,7 @@ pub(super) fn grade_backward(
                 vec![&a[2], &own_h.k],
                 vec![&ref_g.dscores, &w.k],
                 ds && ok(&out, &format!("K_{i}")),
-                dq,
-                &DQ_MISTAKES,
+                DQ,
             ),
             (
                 "dK",
@@ -246,8 +163,7 @@ pub(super) fn grade_backward(
                 vec![&a[2], &own_h.q],
                 vec![&ref_g.dscores, &w.q],
                 ds && ok(&out, &format!("Q_{i}")),
-                dk,
-                &DK_MISTAKES,
+                DK,
             ),
             (
                 "dV",
@@ -256,11 +172,10 @@ pub(super) fn grade_backward(
                 vec![&own_h.weights, &a[0]],
                 vec![&w.weights, &grads.dz[n]],
                 ok(&out, &format!("A_{i}")) && ok(&out, &format!("dZ_{i}")),
-                transposed_first,
-                &DV_MISTAKES,
+                DV,
             ),
         ];
-        for (name, answer, reference, own, given, own_right, step, mistakes) in steps {
+        for (name, answer, reference, own, given, own_right, step) in steps {
             let inputs = own_inputs(name, i);
             judged(
                 Check {
@@ -273,7 +188,6 @@ pub(super) fn grade_backward(
                     own_right,
                     given,
                     step,
-                    mistakes,
                 },
                 &mut out,
             );
@@ -294,8 +208,7 @@ pub(super) fn grade_backward(
                     own: vec![&key.x, &a[3 + m]],
                     own_right,
                     given: vec![&key.x, [&ref_g.dq, &ref_g.dk, &ref_g.dv][m]],
-                    step: transposed_first,
-                    mistakes: &DW_MISTAKES,
+                    step: DW,
                 },
                 &mut out,
             );

@@ -9,7 +9,9 @@
 //! the student's own earlier answers: when it agrees, the student did the step right on a
 //! wrong input and earns half the point ("carried forward"). Otherwise each mistake of
 //! [`Mistake`] is applied to the step (on the student's inputs and on the key's) and the
-//! first that reproduces the answer is named; when none does, the feedback says so.
+//! first that reproduces the answer is named; when none does, the feedback says so. The steps
+//! and their mistakes are the library's (`attention_lab::check::step`), shared with the
+//! checks a notebook runs on a learner's function.
 //!
 //! A `--backward` sheet's key has `G`; its submissions answer the backward parts too (under
 //! `"backward"`), judged the same way: (e) `dW_O` and each `dZ_i`, (f) each head's `dA_i` and
@@ -27,8 +29,9 @@ mod report;
 mod sheet;
 
 pub use answers::{BackwardAnswers, Key, Submission, BACKWARD_FIELDS};
+pub use attention_lab::check::Mistake;
 pub use command::{run, Options};
-pub use mark::{Mark, Mistake, Verdict};
+pub use mark::{Mark, Verdict};
 pub use report::{backward_columns, feedback, part_columns, part_points};
 pub use sheet::grade;
 
