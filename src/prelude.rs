@@ -13,6 +13,7 @@ pub use crate::answers::answers_json;
 pub use crate::attend::{scaled_dot_product_attention, Attend, Full, Streamed};
 pub use crate::attention::Attention;
 pub use crate::batch::BatchOutput;
+pub use crate::check;
 #[cfg(feature = "decoder")]
 pub use crate::decoder::Attribution;
 #[cfg(feature = "decoder")]
