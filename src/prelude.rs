@@ -18,9 +18,9 @@ pub use crate::check;
 pub use crate::decoder::Attribution;
 #[cfg(feature = "decoder")]
 pub use crate::decoder::{
-    grouped_query_attention, BlockOutput, Decoder, DecoderBlock, DecoderOutput, Generation,
-    GroupedAttention, GroupedOutput, KvCache, LayerCache, LmHead, Mlp, Norm, Sampler, Sampling,
-    Step,
+    grouped_query_attention, BlockOutput, Decoder, DecoderBlock, DecoderKept, DecoderOutput,
+    Generation, GroupedAttention, GroupedOutput, KvCache, LayerCache, LmHead, Mlp, Norm, Sampler,
+    Sampling, Step,
 };
 #[cfg(feature = "encoder")]
 pub use crate::encoder::{

@@ -4,6 +4,7 @@ use ndarray::{Array2, ArrayView2};
 
 use super::cache::LayerCache;
 use super::grouped::{GroupedAttention, GroupedOutput};
+use super::lean::StepTables;
 use crate::error::{AttentionError, Operand};
 use crate::feed_forward::{FeedForward, SwiGlu};
 use crate::norm::{LayerNorm, RmsNorm};
@@ -206,19 +207,21 @@ impl DecoderBlock {
         x: impl Into<ArrayView2<'a, f64>>,
         cache: &mut LayerCache,
     ) -> Result<BlockOutput, AttentionError> {
-        self.forward_edited(x.into(), cache, |_| {})
+        self.forward_edited(x.into(), cache, |_| {}, &StepTables::default())
     }
 
     /// As [`DecoderBlock::forward`], with `edit` given the attention heads' outputs `z`
-    /// before W_O; the output keeps the edited `z`.
+    /// before W_O (the output keeps the edited `z`), and the RoPE tables and the mask taken
+    /// from `tables` when it has them.
     pub(crate) fn forward_edited(
         &self,
         x: ArrayView2<'_, f64>,
         cache: &mut LayerCache,
         edit: impl FnOnce(&mut Array2<f64>),
+        tables: &StepTables<'_>,
     ) -> Result<BlockOutput, AttentionError> {
         let normed = self.attn_norm.forward(x)?;
-        let mut heads = self.attention.attend_heads(normed.view(), cache)?;
+        let mut heads = self.attention.attend_heads(normed.view(), cache, tables)?;
         edit(&mut heads.z);
         let attention = self.attention.project_out(heads);
         let hidden = &x + &attention.output;

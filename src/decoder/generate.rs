@@ -1,9 +1,12 @@
 //! Decoding: the prompt once (the prefill), then one token at a time from the KV cache,
 //! picked greedily or drawn from the softmax of the logits.
 
+use std::marker::PhantomData;
+
 use ndarray::{Array1, ArrayView1};
 
-use super::{Decoder, DecoderOutput, KvCache};
+use super::{Decoder, DecoderKept, DecoderOutput, KvCache};
+use crate::encoder::Keep;
 use crate::error::AttentionError;
 use crate::np::RandomState;
 use crate::softmax::sampling_softmax;
@@ -142,16 +145,28 @@ impl Sampler {
 
 /// One generated token: its id, the distribution it was picked from, and its own pass
 /// through the decoder on the KV cache (its attention over every token before it and itself,
-/// and the logits of the token after it).
+/// and the logits of the token after it): every intermediate ([`DecoderOutput`], from
+/// [`Decoder::generation`]) or what a [`Keep`] kept ([`DecoderKept`], from
+/// [`Decoder::generation_with`]).
+///
+/// ```
+/// use attention_lab::prelude::*;
+/// let decoder = Decoder::new(array![[1.0, 0.0], [0.0, 1.0]], vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?;
+/// let (_, mut steps) = decoder.generation_with(&[1], Sampling::Greedy, Keep::LastHiddenState)?;
+/// let step: Step<DecoderKept> = steps.next().unwrap()?;
+/// assert_eq!(step.id, 1);
+/// assert_eq!(step.output.logits().map(|l| l.len()), Some(2));
+/// # Ok::<(), AttentionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
-pub struct Step {
+pub struct Step<O = DecoderOutput> {
     /// The token's id.
     pub id: usize,
     /// The probabilities it was picked from ([`Sampling::probabilities`]).
     pub probabilities: Array1<f64>,
-    /// The token's own pass: one row per layer's intermediates, its keys and values appended
-    /// to the cache.
-    pub output: DecoderOutput,
+    /// The token's own pass: one row per layer's intermediates (or what was kept), its keys
+    /// and values appended to the cache.
+    pub output: O,
 }
 
 /// Generation one token at a time, an iterator of [`Step`]s: made by [`Decoder::generation`]
@@ -174,15 +189,20 @@ pub struct Step {
 /// assert_eq!(steps.cache().len(), 3);
 /// # Ok::<(), AttentionError>(())
 /// ```
+///
+/// Its steps are [`Step`]s of every intermediate; [`Decoder::generation_with`] makes one
+/// whose steps keep what a [`Keep`] asks for (`Generation<'_, DecoderKept>`).
 #[derive(Debug)]
-pub struct Generation<'a> {
+pub struct Generation<'a, O = DecoderOutput> {
     decoder: &'a Decoder,
     cache: KvCache,
     sampler: Sampler,
     logits: Array1<f64>,
+    keep: Keep,
+    output: PhantomData<fn() -> O>,
 }
 
-impl Generation<'_> {
+impl<O> Generation<'_, O> {
     /// The KV cache: the prompt's and every generated token's keys and values, per layer.
     ///
     /// ```
@@ -213,12 +233,14 @@ impl Generation<'_> {
     pub fn logits(&self) -> ArrayView1<'_, f64> {
         self.logits.view()
     }
-}
 
-impl Iterator for Generation<'_> {
-    type Item = Result<Step, AttentionError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+    /// Picks the next token, runs its pass with `run` and keeps the logits `logits` reads
+    /// from it for the token after.
+    fn advance(
+        &mut self,
+        run: impl FnOnce(&Decoder, usize, &mut KvCache, Keep) -> Result<O, AttentionError>,
+        logits: impl FnOnce(&O) -> Array1<f64>,
+    ) -> Option<Result<Step<O>, AttentionError>> {
         let probabilities = self
             .sampler
             .sampling()
@@ -226,16 +248,36 @@ impl Iterator for Generation<'_> {
             .expect("checked by Sampler::new");
         let id = self.sampler.pick(self.logits.view());
         Some(
-            self.decoder
-                .forward_cached(&[id], &mut self.cache)
-                .map(|output| {
-                    self.logits = last_row(&output.logits);
-                    Step {
-                        id,
-                        probabilities,
-                        output,
-                    }
-                }),
+            run(self.decoder, id, &mut self.cache, self.keep).map(|output| {
+                self.logits = logits(&output);
+                Step {
+                    id,
+                    probabilities,
+                    output,
+                }
+            }),
+        )
+    }
+}
+
+impl Iterator for Generation<'_> {
+    type Item = Result<Step, AttentionError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.advance(
+            |decoder, id, cache, _| decoder.forward_cached(&[id], cache),
+            |output| last_row(&output.logits),
+        )
+    }
+}
+
+impl Iterator for Generation<'_, DecoderKept> {
+    type Item = Result<Step<DecoderKept>, AttentionError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.advance(
+            |decoder, id, cache, keep| decoder.forward_with(&[id], cache, keep),
+            kept_logits,
         )
     }
 }
@@ -263,29 +305,78 @@ impl Decoder {
         prompt: &[usize],
         sampling: Sampling,
     ) -> Result<(DecoderOutput, Generation<'_>), AttentionError> {
-        if prompt.is_empty() {
-            return Err(AttentionError::Setting {
-                name: "prompt",
-                value: "empty".into(),
-                rule: "generation continues a prompt of at least one token",
-            });
-        }
+        self.begin(
+            prompt,
+            sampling,
+            Keep::Everything,
+            |cache| self.pass(prompt, cache, true),
+            |prefill| last_row(&prefill.logits),
+        )
+    }
+
+    /// [`Decoder::generation`] keeping what `keep` asks for, in the prefill and in every step
+    /// ([`Decoder::forward_with`]): with [`Keep::LastHiddenState`], the last position's final
+    /// hidden row and logits, the lean step. The ids and logits are
+    /// [`Decoder::generation`]'s, bit for bit.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let decoder = Decoder::new(array![[1.0, 0.0], [0.0, 1.0]], vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?;
+    /// let (prefill, steps) = decoder.generation_with(&[0, 1], Sampling::Greedy, Keep::LastHiddenState)?;
+    /// assert_eq!(prefill.logits(), Some(steps.logits()));
+    /// let ids: Vec<usize> = steps.take(2).map(|s| s.map(|s| s.id)).collect::<Result<_, _>>()?;
+    /// assert_eq!(ids, decoder.generate(&[0, 1], 2, Sampling::Greedy)?);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Decoder::generation`].
+    pub fn generation_with(
+        &self,
+        prompt: &[usize],
+        sampling: Sampling,
+        keep: Keep,
+    ) -> Result<(DecoderKept, Generation<'_, DecoderKept>), AttentionError> {
+        self.begin(
+            prompt,
+            sampling,
+            keep,
+            |cache| self.kept_pass(prompt, cache, keep, true),
+            kept_logits,
+        )
+    }
+
+    /// A generation after its prefill: `prefill` runs the prompt on an empty cache and
+    /// `logits` reads the first token's logits from it.
+    fn begin<O>(
+        &self,
+        prompt: &[usize],
+        sampling: Sampling,
+        keep: Keep,
+        prefill: impl FnOnce(&mut KvCache) -> Result<O, AttentionError>,
+        logits: impl FnOnce(&O) -> Array1<f64>,
+    ) -> Result<(O, Generation<'_, O>), AttentionError> {
+        check_prompt(prompt)?;
         let sampler = Sampler::new(sampling)?;
         let mut cache = self.cache();
-        let prefill = self.pass(prompt, &mut cache, true)?;
-        let logits = last_row(&prefill.logits);
+        let prefill = prefill(&mut cache)?;
+        let logits = logits(&prefill);
         let steps = Generation {
             decoder: self,
             cache,
             sampler,
             logits,
+            keep,
+            output: PhantomData,
         };
         Ok((prefill, steps))
     }
 
     /// The prompt, then `new_tokens` tokens, each fed back in: returns the new tokens' ids.
-    /// The prompt runs once (the prefill); each further token is one step on the KV cache
-    /// ([`Decoder::generation`]).
+    /// The prompt runs once (the prefill); each further token is one lean step on the KV
+    /// cache ([`Keep::LastHiddenState`]: the RoPE tables and the mask made once a step, no
+    /// intermediate kept, the LM head on the last position), and the last token needs no
+    /// step. The ids are [`Decoder::generation`]'s, bit for bit.
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -305,13 +396,40 @@ impl Decoder {
         new_tokens: usize,
         sampling: Sampling,
     ) -> Result<Vec<usize>, AttentionError> {
-        let (_, steps) = self.generation(prompt, sampling)?;
-        steps.take(new_tokens).map(|s| s.map(|s| s.id)).collect()
+        check_prompt(prompt)?;
+        let mut sampler = Sampler::new(sampling)?;
+        let mut cache = self.cache();
+        let mut logits = self.last_position(prompt, &mut cache, false)?.logits;
+        let mut ids = Vec::with_capacity(new_tokens);
+        while ids.len() < new_tokens {
+            let id = sampler.pick(logits.view());
+            ids.push(id);
+            if ids.len() < new_tokens {
+                logits = self.last_position(&[id], &mut cache, false)?.logits;
+            }
+        }
+        Ok(ids)
     }
 }
 
 fn last_row(logits: &ndarray::Array2<f64>) -> Array1<f64> {
     logits.row(logits.nrows() - 1).to_owned()
+}
+
+/// The last position's logits of a pass over at least one token (a prompt, a step's token).
+fn kept_logits(kept: &DecoderKept) -> Array1<f64> {
+    kept.logits().map(|l| l.to_owned()).unwrap_or_default()
+}
+
+fn check_prompt(prompt: &[usize]) -> Result<(), AttentionError> {
+    if prompt.is_empty() {
+        return Err(AttentionError::Setting {
+            name: "prompt",
+            value: "empty".into(),
+            rule: "generation continues a prompt of at least one token",
+        });
+    }
+    Ok(())
 }
 
 fn check_sampling(temperature: f64, top_k: Option<usize>) -> Result<(), AttentionError> {

@@ -4,6 +4,7 @@
 use ndarray::{s, Array2, ArrayView2};
 
 use super::cache::LayerCache;
+use super::lean::StepTables;
 use crate::attention::attend;
 use crate::error::{AttentionError, Operand};
 use crate::linear::Linear;
@@ -263,16 +264,19 @@ impl GroupedAttention {
         x: impl Into<ArrayView2<'a, f64>>,
         cache: &mut LayerCache,
     ) -> Result<GroupedOutput, AttentionError> {
-        Ok(self.project_out(self.attend_heads(x.into(), cache)?))
+        Ok(self.project_out(self.attend_heads(x.into(), cache, &StepTables::default())?))
     }
 
     /// [`GroupedAttention::forward`] up to W_O: the rotated queries, each head's weights and
     /// the heads' outputs `z`, which an intervention may change before
     /// [`GroupedAttention::project_out`] ([`crate::decoder::Intervention`]).
+    /// The RoPE tables and the mask come from `tables` when it has them (made once for every
+    /// layer of a lean pass), else are made here (`StepTables::default()`, the teaching path).
     pub(crate) fn attend_heads(
         &self,
         x: ArrayView2<'_, f64>,
         cache: &mut LayerCache,
+        tables: &StepTables<'_>,
     ) -> Result<Heads, AttentionError> {
         if x.ncols() != self.wq.nrows() {
             return Err(AttentionError::mismatch(
@@ -289,15 +293,11 @@ impl GroupedAttention {
             ));
         }
         let start = cache.len();
-        let q = self.rope.rotate(self.wq.project(x).view(), start)?;
-        let k = self.rope.rotate(self.wk.project(x).view(), start)?;
+        let q = tables.rotate(&self.rope, self.wq.project(x).view(), start)?;
+        let k = tables.rotate(&self.rope, self.wk.project(x).view(), start)?;
         let v = self.wv.project(x);
         cache.append(k.view(), v.view());
-        let keys = cache.len();
-        let mask = match self.window {
-            Some(window) => Mask::sliding_window(x.nrows(), keys, window)?,
-            None => Mask::causal_over(x.nrows(), keys)?,
-        };
+        let mask = tables.mask(self.window, x.nrows(), cache.len())?;
         let (z, weights) = attend_groups(
             q.view(),
             cache.k().view(),

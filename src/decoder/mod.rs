@@ -1,25 +1,33 @@
 //! A decoder-only transformer, as transformers' Llama computes it: token embeddings, pre-norm
 //! blocks of causal grouped-query attention with RoPE and a feed-forward half, a final norm,
-//! and the LM head. Every intermediate is kept, as [`crate::heads`] keeps them.
+//! and the LM head. Every intermediate is kept, as [`crate::heads`] keeps them; a pass with a
+//! [`Keep`] ([`Decoder::forward_with`], the encoder's idiom) keeps less.
 //!
 //! Generation runs the prompt once (the prefill), then one token at a time against the
 //! [`KvCache`]: a step computes one row per layer, and its logits equal a full recomputation's
-//! last row.
+//! last row. [`Decoder::generate`]'s steps are lean: the RoPE tables and the mask made once a
+//! step, no intermediate kept, the LM head on the last position.
 //!
 //! Modules: `cache` (the KV cache), `grouped` (the attention), `block` (one block),
-//! `generate` (greedy and sampled decoding), `probe` (ablation, patching, direct logit
-//! attribution and the logit lens); this module ties them into a model.
+//! `generate` (greedy and sampled decoding), `lean` (passes that keep what a [`Keep`] asks),
+//! `probe` (ablation, patching, direct logit attribution and the logit lens); this module ties
+//! them into a model.
 
 mod block;
 mod cache;
 mod generate;
 mod grouped;
+mod lean;
 mod probe;
 
+/// What a pass keeps: the encoder's [`Keep`](crate::encoder::Keep), one concept for both
+/// models ([`Decoder::forward_with`]).
+pub use crate::encoder::Keep;
 pub use block::{BlockOutput, DecoderBlock, Mlp, Norm};
 pub use cache::{KvCache, LayerCache};
 pub use generate::{Generation, Sampler, Sampling, Step};
 pub use grouped::{grouped_query_attention, GroupedAttention, GroupedOutput};
+pub use lean::DecoderKept;
 pub use probe::{Attribution, Edit, HeadEdit, Intervention};
 
 use ndarray::{Array2, ArrayView2};
@@ -27,6 +35,7 @@ use ndarray::{Array2, ArrayView2};
 use crate::error::{AttentionError, Operand};
 use crate::linear::Linear;
 use crate::parallel;
+use lean::StepTables;
 
 /// The LM head: the final hidden rows times the token embeddings, transposed (tied, as
 /// GPT-2), or times a matrix of its own (E x vocab).
@@ -235,6 +244,15 @@ impl Decoder {
         cache: &mut KvCache,
         last: bool,
     ) -> Result<DecoderOutput, AttentionError> {
+        self.check_pass(ids, cache)?;
+        let embedded = self.embed.rows(ids);
+        let blocks = Vec::with_capacity(self.blocks.len());
+        self.resume(embedded, blocks, cache.layers_mut(), last, &())
+    }
+
+    /// A pass's input checked whole before any layer appends, so that an error leaves the
+    /// cache as it was: every id in the vocabulary, and a cache made for this decoder.
+    fn check_pass(&self, ids: &[usize], cache: &KvCache) -> Result<(), AttentionError> {
         if let Some(&id) = ids.iter().find(|&&id| id >= self.vocab()) {
             return Err(AttentionError::OutOfRange {
                 what: "token id",
@@ -242,7 +260,6 @@ impl Decoder {
                 table: Operand::new("token embeddings", &self.embed.shape()),
             });
         }
-        // Checked whole before any layer appends, so an error leaves the cache as it was.
         let widths = cache.layers().iter().map(LayerCache::width);
         if !widths.eq(self.blocks.iter().map(|b| b.attention().kv_width())) {
             return Err(AttentionError::mismatch(
@@ -252,9 +269,7 @@ impl Decoder {
                  Decoder::cache",
             ));
         }
-        let embedded = self.embed.rows(ids);
-        let blocks = Vec::with_capacity(self.blocks.len());
-        self.resume(embedded, blocks, cache.layers_mut(), last, &())
+        Ok(())
     }
 
     /// Runs the blocks after the `blocks` already run (their outputs reused as they are), then
@@ -275,7 +290,8 @@ impl Decoder {
         for (l, (block, layer)) in self.blocks.iter().zip(layers).enumerate().skip(start) {
             let x = residual_mut(&mut embedded, &mut blocks);
             edits.residual(l, x);
-            let out = block.forward_edited(x.view(), layer, |z| edits.z(l, z))?;
+            let out =
+                block.forward_edited(x.view(), layer, |z| edits.z(l, z), &StepTables::default())?;
             blocks.push(out);
         }
         let x = residual_mut(&mut embedded, &mut blocks);

@@ -5,7 +5,10 @@ use ndarray::{s, Array2, Array4, ArrayView2};
 
 use super::{EncoderLayerOutput, EncoderOutput};
 
-/// What an encoder pass keeps (see [`Encode::keep`]).
+/// What a pass keeps (see [`Encode::keep`]): one concept for both models, as the decoder's
+/// passes take it too (`Decoder::forward_with` and `Decoder::generation_with`, feature
+/// `decoder`: there `Weights` and `LastHiddenState` keep the last position's final hidden row
+/// and logits, the LM head run on it alone).
 ///
 /// ```
 /// use attention_lab::prelude::*;
