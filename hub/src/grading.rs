@@ -43,6 +43,7 @@ const MAX_ANSWERS: usize = 10 << 20;
 /// let text = attention_lab_hub::grading::config("/srv/h/exchange".as_ref());
 /// assert!(text.contains("c.Exchange.root = \"/srv/h/exchange\""));
 /// assert!(text.contains("\"rust\": \"// YOUR CODE HERE\\ntodo!()\""));
+/// assert!(text.contains("c.Execute.startup_timeout = 300"));
 /// ```
 pub fn config(exchange: &Path) -> String {
     let py = |s: &str| serde_json::to_string(s).expect("a string is JSON");
@@ -52,13 +53,61 @@ pub fn config(exchange: &Path) -> String {
          c.CourseDirectory.course_id = {course}\n\
          c.Exchange.root = {exchange}\n\
          c.ClearSolutions.code_stub = {{\"Rust\": {stub}, \"rust\": {stub}}}\n\
-         {shim}",
+         # The kernel answers once evcxr has started and loaded the library: 15-30 s on a\n\
+         # busy machine, once past nbclient's 60 s default (autograde failed there).\n\
+         c.Execute.startup_timeout = 300\n\
+         # A first cell compiles; an endless loop still ends.\n\
+         c.Execute.timeout = 120\n\
+         {shim}{submit}",
         course = py(COURSE),
         exchange = py(&exchange.display().to_string()),
         stub = py(RUST_STUB),
         shim = EXECUTE_SHIM,
+        submit = SUBMIT_SHIM,
     )
 }
+
+/// nbgrader's submit, with the submission kept from the other students. nbgrader 0.9.6 makes
+/// a submission's files 0644 and its folder 0777, hidden only by the random part of its name
+/// in an unlistable `inbound/`: a name that leaks (a shared screen, a log) opens it to every
+/// account. `inbound/` is the teacher's and set-group-ID, so what is made in it is in the
+/// teacher's group: files 0640 and folders 0750 leave a submission to its student and the
+/// teacher, and the top folder 0770 lets the teacher's group remove it, as nbgrader's 0777 is
+/// meant to. nbgrader's copy (`copytree`) copies the student's folder's mode onto the new one,
+/// which drops set-group-ID before nbgrader writes `timestamp.txt` there (then in the
+/// student's group, unreadable to the teacher): its copy goes to a private folder first, with
+/// its own rules (ignored files, sizes), and from there into folders made in `inbound/`, which
+/// keep the bit.
+const SUBMIT_SHIM: &str = r#"
+import os
+import shutil
+import tempfile
+from nbgrader.exchange.default.submit import ExchangeSubmit
+
+
+class SubmitToTheTeacher(ExchangeSubmit):
+    def do_copy(self, src, dest, log=None):
+        if os.path.dirname(dest) != self.inbound_path:
+            return super().do_copy(src, dest, log)
+        with tempfile.TemporaryDirectory() as private:
+            staged = os.path.join(private, "submission")
+            super().do_copy(src, staged, log)
+            for folder, _, files in os.walk(staged):
+                into = os.path.join(dest, os.path.relpath(folder, staged))
+                os.makedirs(into, exist_ok=True)
+                for name in files:
+                    shutil.copyfile(os.path.join(folder, name), os.path.join(into, name))
+
+    def set_perms(self, dest, fileperms, dirperms):
+        super().set_perms(dest, fileperms & ~0o007, dirperms & ~0o007)
+
+    def copy_files(self):
+        super().copy_files()
+        os.chmod(os.path.join(self.inbound_path, self.assignment_filename), 0o770)
+
+
+c.ExchangeFactory.submit = SubmitToTheTeacher
+"#;
 
 /// nbgrader's Execute, for evcxr's kernel: its error replies leave out `ename`, `evalue`
 /// and `traceback` (the error itself comes as an output, as it should), and nbgrader 0.9.6
@@ -107,11 +156,13 @@ pub fn prepare(shared: &Shared) -> Result<()> {
 /// The course's folders in the exchange, each with nbgrader's own mode
 /// (`release_assignment.py`, `release_feedback.py`): the course's own and `outbound/` 0755
 /// (students fetch), `inbound/` 2733 (students submit, none lists: nbgrader names each
-/// submission with a random part), `feedback/` 0711.
+/// submission with a random part) and sticky too (3733: nbgrader leaves `inbound/`'s mode as
+/// it finds it), so that no student renames or removes another's submission, even one whose
+/// name leaked; `feedback/` 0711.
 pub const COURSE_DIRS: [(&str, u32); 4] = [
     (COURSE, 0o755),
     ("outbound", 0o755),
-    ("inbound", 0o2733),
+    ("inbound", 0o3733),
     ("feedback", 0o711),
 ];
 
@@ -394,7 +445,7 @@ mod tests {
                 said[0].contains("inbound was owned by uid 4242"),
                 "{said:?}"
             );
-            assert_eq!(mode(&inbound), (0, 0o2733));
+            assert_eq!(mode(&inbound), (0, 0o3733));
             assert!(!inbound.join("planted").exists());
         }
     }
