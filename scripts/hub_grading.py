@@ -62,9 +62,12 @@ def as_user(user, script, venv, check_status=True):
 def nbgrader(args, venv, a, b):
     teacher = args.teacher
     course = os.path.expanduser(f"~{teacher}/course")
-    # A clean slate: this run's release, submissions and marks only.
+    # A clean slate: this run's release, submissions and marks only. The course's folders
+    # stay: the set-up made them the teacher's, before any student could.
     exchange = os.path.join(args.dir, "exchange", "attention-lab")
-    shutil.rmtree(exchange, ignore_errors=True)
+    for sub in ("outbound", "inbound", "feedback"):
+        for entry in pathlib.Path(exchange, sub).glob("*"):
+            shutil.rmtree(entry, ignore_errors=True)
     for sub in ("release", "submitted", "autograded", "feedback", "gradebook.db", "grades.csv"):
         path = os.path.join(course, sub)
         shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else pathlib.Path(path).unlink(missing_ok=True)
