@@ -45,6 +45,10 @@ pub struct ReplayArgs {
     /// Which engine runs the cells: the whole notebook as one program, or evcxr cell by cell.
     #[arg(long, value_enum, default_value_t = EngineArg::Batch)]
     pub engine: EngineArg,
+    /// Off a terminal, one line on stderr per notebook done, with the time left (for `lab`
+    /// and `hub`, which discard stdout).
+    #[arg(long, hide = true)]
+    pub progress_lines: bool,
 }
 
 /// The `--engine` choices.
@@ -76,6 +80,7 @@ impl From<ReplayArgs> for replay::Options {
             json,
             cache,
             engine,
+            progress_lines,
         } = args;
         let engine = engine.into();
         replay::Options {
@@ -87,6 +92,7 @@ impl From<ReplayArgs> for replay::Options {
             json,
             cache,
             engine,
+            progress_lines,
         }
     }
 }

@@ -280,6 +280,7 @@ fn timeout_crash_and_malformed_notebook_are_reported() {
             "20",
             "--json",
             "report.json",
+            "--progress-lines",
             ".",
         ],
     );
@@ -293,12 +294,29 @@ fn timeout_crash_and_malformed_notebook_are_reported() {
         "malformed input gives status 2"
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let error_lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    // --progress-lines, stderr being a pipe: one line per notebook, the malformed one too.
+    let (progress, error_lines): (Vec<&str>, Vec<&str>) = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .partition(|l| l.starts_with("replay: "));
     assert_eq!(error_lines.len(), 1, "exactly one error line: {stderr}");
     assert!(
         error_lines[0].starts_with("error: ./3_malformed.ipynb: invalid JSON"),
         "{stderr}"
     );
+    assert_eq!(progress.len(), 3, "one progress line a notebook: {stderr}");
+    for (k, (line, name)) in progress
+        .iter()
+        .zip(["1_timeout", "2_crash", "3_malformed"])
+        .enumerate()
+    {
+        let counted = format!("replay: {} of 3 notebooks (", k + 1);
+        assert!(
+            line.starts_with(&counted) && line.ends_with(&format!("./{name}.ipynb done")),
+            "{line}"
+        );
+    }
+    assert!(progress[0].contains("left"), "an estimate: {}", progress[0]);
 
     let report = read_json(&folder.join("report.json"));
     let notebooks = report["notebooks"].as_array().unwrap();

@@ -605,7 +605,14 @@ fn warm(shared: &Shared) -> Result<()> {
     warn("attention-lab hub: compiling the lessons once for every student (a few minutes)");
     let mut command = Command::new(shared.bin());
     command
-        .args(["replay", "--engine", "evcxr", "--timeout", "900"])
+        .args([
+            "replay",
+            "--engine",
+            "evcxr",
+            "--timeout",
+            "900",
+            "--progress-lines",
+        ])
         .arg(shared.notebooks())
         .env("XDG_CACHE_HOME", &warm)
         .env_remove(attention_lab_io::cache::CACHE_VAR)

@@ -257,7 +257,14 @@ fn warm_lessons(cache: &Path, dir: &Path) -> Result<()> {
         dir.display()
     ));
     let status = Command::new(&exe)
-        .args(["replay", "--engine", "evcxr", "--timeout", "900"])
+        .args([
+            "replay",
+            "--engine",
+            "evcxr",
+            "--timeout",
+            "900",
+            "--progress-lines",
+        ])
         .arg(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 ///     json: None,
 ///     cache: attention_lab_jupyter::kernel::EVCXR_CACHE_MIB,
 ///     engine: EngineKind::Batch,
+///     progress_lines: false,
 /// };
 /// let status = run(options)?; // 0 when every cell printed what it stores
 /// # Ok::<(), attention_lab_io::error::Error>(())
@@ -63,6 +64,10 @@ pub struct Options {
     pub cache: u64,
     /// Which engine runs the cells: the whole notebook as one program, or evcxr cell by cell.
     pub engine: EngineKind,
+    /// Off a terminal, also one line on stderr per notebook done: how many of how many, and
+    /// an estimate of the time left (`lab` and `hub` discard the report on stdout). On a
+    /// terminal the progress bar says it.
+    pub progress_lines: bool,
 }
 
 /// Seconds that fit a `Duration` (a cell's timeout): positive and not too many.
@@ -153,10 +158,15 @@ pub fn run(args: Options) -> Result<u8> {
     let progress = progress_owner.bar.clone();
     progress.set_style(
         ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cells  {msg}",
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cells, notebook {prefix}, \
+             about {eta} left  {msg}",
         )
         .expect("valid progress template"),
     );
+    let total_notebooks = inputs.len();
+    progress.set_prefix(format!("1/{total_notebooks}"));
+    let started = Instant::now();
+    let mut cells_done = 0;
 
     // Keeps the spinner and elapsed time moving during long cells.
     progress.enable_steady_tick(Duration::from_millis(200));
@@ -196,6 +206,21 @@ pub fn run(args: Options) -> Result<u8> {
             }
         };
         notebooks.push(report);
+        cells_done += input.parsed.as_ref().map_or(0, |nb| {
+            nb.cells.iter().filter(|cell| cell.is_code()).count()
+        });
+        let done = notebooks.len();
+        progress.set_prefix(format!(
+            "{}/{total_notebooks}",
+            (done + 1).min(total_notebooks)
+        ));
+        if args.progress_lines && progress.is_hidden() {
+            let counts = Counts {
+                notebooks: (done, total_notebooks),
+                cells: (cells_done, total_cells),
+            };
+            warn(&progress_line(&counts, started.elapsed(), &input.display));
+        }
     }
     progress_owner.finish();
 
@@ -216,6 +241,35 @@ pub fn run(args: Options) -> Result<u8> {
         })?;
     }
     Ok(status)
+}
+
+/// How far a replay is: notebooks and code cells done, each of its total.
+struct Counts {
+    notebooks: (usize, usize),
+    cells: (usize, usize),
+}
+
+/// The line said off a terminal after each notebook, with the time left estimated from the
+/// time per cell so far (the first notebooks compile the most, so it starts high).
+fn progress_line(counts: &Counts, elapsed: Duration, notebook: &str) -> String {
+    let (done, total) = counts.cells;
+    let left = match done {
+        0 => String::new(),
+        _ if done >= total => String::new(),
+        _ => {
+            let seconds = elapsed.as_secs_f64() * (total - done) as f64 / done as f64;
+            format!(
+                ", about {} left",
+                indicatif::HumanDuration(Duration::from_secs_f64(seconds.round()))
+            )
+        }
+    };
+    format!(
+        "replay: {} of {} notebooks ({done} of {total} cells) after {}{left}: {notebook} done",
+        counts.notebooks.0,
+        counts.notebooks.1,
+        indicatif::HumanDuration(Duration::from_secs(elapsed.as_secs())),
+    )
 }
 
 /// Resolves command-line paths to notebooks and reads them all up front, so
@@ -632,6 +686,26 @@ fn same_file(a: &Path, b: &Path) -> bool {
 mod tests {
     use super::*;
 
+    /// The time left is the time per cell so far times the cells left; none before the first
+    /// cell and none after the last.
+    #[test]
+    fn a_progress_line_estimates_the_time_left_from_the_cells_done() {
+        let line = |done, elapsed| {
+            let counts = Counts {
+                notebooks: (1, 4),
+                cells: (done, 40),
+            };
+            progress_line(&counts, Duration::from_secs(elapsed), "000.ipynb")
+        };
+        assert_eq!(
+            line(10, 120),
+            "replay: 1 of 4 notebooks (10 of 40 cells) after 2 minutes, about 6 minutes left: \
+             000.ipynb done"
+        );
+        assert!(!line(0, 5).contains("left"), "{}", line(0, 5));
+        assert!(!line(40, 300).contains("left"), "{}", line(40, 300));
+    }
+
     /// A timeout the flag's parser would refuse is an error naming it for a library caller
     /// too, before anything runs, not a panic in `Duration::from_secs_f64`.
     #[test]
@@ -646,6 +720,7 @@ mod tests {
                 json: None,
                 cache: 0,
                 engine: EngineKind::Batch,
+                progress_lines: false,
             };
             let e = run(options).unwrap_err().to_string();
             assert!(e.starts_with("--timeout: "), "{timeout}: {e}");
