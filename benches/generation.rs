@@ -2,9 +2,11 @@
 //! small decoder (vocabulary 32, width 16, 4 query heads of 4 sharing 2 key/value heads, 2
 //! blocks, SwiGLU 32 wide), from 009's prompt, greedy and sampled. "teaching" is today's
 //! `Decoder::generation` taken 64 times (every intermediate kept, RoPE tables and masks made
-//! per layer: what `generate` ran before); "lean" is `Decoder::generate`. The two take turns,
-//! round after round, in one process, so that a busy machine slows both alike; the medians
-//! are printed, and the ids of both are checked equal first.
+//! per layer: what `generate` ran before); "lean" is `Decoder::generate` (63 lean steps: the
+//! last token needs none); "lean steps" is `Decoder::generation_with(.., Keep::LastHiddenState)`
+//! taken 64 times (as many passes as "teaching"). They take turns, round after round, in one
+//! process, so that a busy machine slows all alike; the medians of the rounds (each the mean
+//! of 50 calls) are printed, and the ids of all are checked equal first.
 //!
 //! `cargo bench -p attention-lab --features decoder --bench generation` (`-- 51` for more
 //! rounds).
@@ -56,8 +58,20 @@ fn teaching(decoder: &Decoder, prompt: &[usize], n: usize, sampling: Sampling) -
         .collect()
 }
 
+/// `Decoder::generate`: lean steps, and no step for the last token (nothing reads its logits).
 fn lean(decoder: &Decoder, prompt: &[usize], n: usize, sampling: Sampling) -> Vec<usize> {
     decoder.generate(prompt, n, sampling).expect("009's prompt")
+}
+
+/// The lean iterator, step for step as many passes as the teaching one.
+fn lean_steps(decoder: &Decoder, prompt: &[usize], n: usize, sampling: Sampling) -> Vec<usize> {
+    let (_, steps) = decoder
+        .generation_with(prompt, sampling, Keep::LastHiddenState)
+        .expect("009's prompt");
+    steps
+        .take(n)
+        .map(|s| s.expect("ids from the vocabulary").id)
+        .collect()
 }
 
 fn median(mut times: Vec<Duration>) -> Duration {
@@ -86,16 +100,24 @@ fn main() {
         ),
     ];
     type Path = fn(&Decoder, &[usize], usize, Sampling) -> Vec<usize>;
-    let paths: [(&str, Path); 2] = [("teaching", teaching), ("lean", lean)];
+    let paths: [(&str, Path); 3] = [
+        ("teaching", teaching),
+        ("lean", lean),
+        ("lean steps", lean_steps),
+    ];
     println!("64 tokens of notebook 009's decoder, {rounds} rounds, the paths alternating");
     for (name, sampling) in samplings {
         let ids = teaching(&decoder, &prompt, n, sampling);
-        assert_eq!(ids, lean(&decoder, &prompt, n, sampling), "{name}");
-        // Each batch of calls runs at least ~20 ms, so the clock's grain does not matter.
+        for (path, run) in &paths[1..] {
+            assert_eq!(ids, run(&decoder, &prompt, n, sampling), "{name}, {path}");
+        }
+        // Each batch of calls runs at least ~50 ms, so the clock's grain does not matter.
         let calls = 50;
-        let mut times = [Vec::new(), Vec::new()];
+        let mut times = [Vec::new(), Vec::new(), Vec::new()];
         for round in 0..rounds {
-            for i in [round % 2, 1 - round % 2] {
+            // Each round in another order: every path goes first as often as the others.
+            for k in 0..paths.len() {
+                let i = (round + k) % paths.len();
                 let start = Instant::now();
                 for _ in 0..calls {
                     std::hint::black_box(paths[i].1(&decoder, &prompt, n, sampling));
@@ -103,12 +125,15 @@ fn main() {
                 times[i].push(start.elapsed() / calls);
             }
         }
-        let [before, after] = times.map(median);
+        let [before, after, steps] = times.map(median);
+        let us = |t: Duration| t.as_secs_f64() * 1e6;
         println!(
-            "{name:>8}: teaching {:>9.1} us, lean {:>9.1} us, {:.2}x",
-            before.as_secs_f64() * 1e6,
-            after.as_secs_f64() * 1e6,
-            before.as_secs_f64() / after.as_secs_f64()
+            "{name:>8}: teaching {:>7.1} us, lean {:>7.1} us ({:.2}x), lean steps {:>7.1} us ({:.2}x)",
+            us(before),
+            us(after),
+            us(before) / us(after),
+            us(steps),
+            us(before) / us(steps),
         );
     }
 }
