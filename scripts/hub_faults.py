@@ -24,7 +24,8 @@
 7. the exchange: before the first release a student cannot take the course's folders
    (make, chmod, move or remove them, or plant a notebook in outbound/); the teacher's
    release works; a student cannot list inbound/ or read, replace or rename another's
-   submission, even by its name; the teacher collects it;
+   submission, even by its name; the teacher collects it, and neither a later "submission"
+   made in another's name nor one holding a link to the teacher's source;
 8. processes: each kernel runs in its student's pids cgroup with the limit set; a bounded
    fork bomb in one student's cell stops at that limit, the other student's next cell runs
    meanwhile, and the first student's kernel runs the next one.
@@ -258,6 +259,29 @@ def exchange(args, a_name, b_name):
     got = as_user(args.teacher, "cd course && nbgrader collect ps1 --update", venv, check_status=False)
     collected = os.path.expanduser(f"~{args.teacher}/course/submitted/{a_name}/ps1/softmax.ipynb")
     check(got.returncode == 0 and os.path.isfile(collected), f"the teacher collects {a_name}'s submission ({got.stderr.strip()[-160:]})")
+    # inbound/ is writable by all: a hands in a later "submission" in b's name, and one of
+    # a's own holding a link to the teacher's source (the solution).
+    later = "2099-01-01 00:00:00.000000 UTC"
+    forged = os.path.join(course, "inbound", f"{b_name}+ps1+{later}+forged")
+    linked = os.path.join(course, "inbound", f"{a_name}+ps1+{later}+linked")
+    source = os.path.expanduser(f"~{args.teacher}/course/source/ps1/softmax.ipynb")
+    got = as_user(a_name, f"mkdir '{forged}' '{linked}' && cp ps1/softmax.ipynb '{forged}/' && "
+                          f"echo forged > '{forged}/timestamp.txt' && ln -s '{source}' '{linked}/softmax.ipynb'",
+                  venv, check_status=False)
+    check(got.returncode == 0, f"{a_name} plants a submission in {b_name}'s name and one with a link ({got.stderr.strip()[:80]})")
+    got = as_user(args.teacher, "cd course && nbgrader collect ps1 --update", venv, check_status=False)
+    theirs = os.path.expanduser(f"~{args.teacher}/course/submitted/{b_name}/ps1/softmax.ipynb")
+    with open(os.path.expanduser(f"~{b_name}/ps1/softmax.ipynb"), "rb") as f:
+        genuine = f.read()
+    with open(theirs, "rb") as f:
+        kept = f.read()
+    check(got.returncode == 0 and kept == genuine and not os.path.exists(forged),
+          f"the teacher's collect keeps {b_name}'s own submission, not the one {a_name} made in their name "
+          f"({got.stderr.strip()[-160:]})")
+    with open(source, "rb") as f:
+        solution = f.read()
+    leaked = os.path.islink(collected) or (os.path.isfile(collected) and open(collected, "rb").read() == solution)
+    check(not leaked, f"a link in {a_name}'s submission does not collect the teacher's source")
 
 
 def squat(user, venv, root, course, when):

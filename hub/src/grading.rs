@@ -58,12 +58,13 @@ pub fn config(exchange: &Path) -> String {
          c.Execute.startup_timeout = 300\n\
          # A first cell compiles; an endless loop still ends.\n\
          c.Execute.timeout = 120\n\
-         {shim}{submit}",
+         {shim}{submit}{collect}",
         course = py(COURSE),
         exchange = py(&exchange.display().to_string()),
         stub = py(RUST_STUB),
         shim = EXECUTE_SHIM,
         submit = SUBMIT_SHIM,
+        collect = COLLECT_SHIM,
     )
 }
 
@@ -102,11 +103,69 @@ class SubmitToTheTeacher(ExchangeSubmit):
         super().set_perms(dest, fileperms & ~0o007, dirperms & ~0o007)
 
     def copy_files(self):
-        super().copy_files()
-        os.chmod(os.path.join(self.inbound_path, self.assignment_filename), 0o770)
+        # nbgrader leaves the folder 0777 for a moment: a copy that fails must not leave it so.
+        try:
+            super().copy_files()
+        finally:
+            top = os.path.join(self.inbound_path, self.assignment_filename)
+            if os.path.isdir(top) and not os.path.islink(top):
+                os.chmod(top, 0o770)
 
 
 c.ExchangeFactory.submit = SubmitToTheTeacher
+"#;
+
+/// nbgrader's collect, taking only what a student really submitted. `inbound/` is writable by
+/// all, and nbgrader's collect believes a folder's name (`ben+ps1+<time>+<random>`: a later
+/// time wins) and follows the links in it, as the teacher: a student could hand in a folder in
+/// another's name, or a link to the teacher's source (the solution, graded and returned as
+/// feedback). A folder that is not the named student's own (or is a link) is renamed out of
+/// the collect's reach (`refused-...`, no `+`), with one line; a submission is copied
+/// without following links, and one holding anything but files and folders is refused.
+const COLLECT_SHIM: &str = r#"
+import pwd
+import stat
+from nbgrader.exchange.default.collect import ExchangeCollect
+from nbgrader.exchange.default.exchange import ignore_patterns
+
+
+def _owned_by_named_student(path, name):
+    st = os.lstat(path)
+    try:
+        uid = pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == uid
+
+
+class CollectWhatWasSubmitted(ExchangeCollect):
+    def init_src(self):
+        inbound = os.path.join(self.root, self.coursedir.course_id, "inbound")
+        if os.path.isdir(inbound):
+            for name in os.listdir(inbound):
+                if name.count("+") < 2:
+                    continue
+                if not _owned_by_named_student(os.path.join(inbound, name), name.split("+", 1)[0]):
+                    refused = "refused-" + name.replace("+", "_")
+                    self.log.warning("refused %s: not its named student's own folder", name)
+                    os.rename(os.path.join(inbound, name), os.path.join(inbound, refused))
+        super().init_src()
+
+    def do_copy(self, src, dest, log=None):
+        shutil.copytree(src, dest, symlinks=True, ignore=ignore_patterns(
+            exclude=self.coursedir.ignore, include=self.coursedir.include,
+            max_file_size=self.coursedir.max_file_size, log=self.log))
+        # Checked on the copy, which the student cannot change any more.
+        for folder, dirs, files in os.walk(dest):
+            for entry in dirs + files:
+                mode = os.lstat(os.path.join(folder, entry)).st_mode
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                    shutil.rmtree(dest)
+                    self.log.error("refused %s: it holds %s, which is not a file", src, entry)
+                    return
+
+
+c.ExchangeFactory.collect = CollectWhatWasSubmitted
 "#;
 
 /// nbgrader's Execute, for evcxr's kernel: its error replies leave out `ename`, `evalue`
