@@ -58,18 +58,23 @@ async def once(args, way, passwords):
     started = time.monotonic()
     hub = subprocess.Popen([args.bin, "hub", "--roster", args.roster, "--teacher", args.teacher, "--dir", args.dir,
                             "--ip", "127.0.0.1", "--port", str(args.port), "--mem-limit", "1536M"],
-                           stdout=subprocess.DEVNULL, stderr=log)
+                           stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
     try:
         await stop_one_way(args, way, passwords, hub, started)
     finally:
-        # A check that raised leaves no hub behind it (nor on the port for the next way).
+        # A check that raised leaves no hub behind it (nor on the port for the next way): the
+        # hub is asked first, then its whole session (JupyterHub, the proxy) is ended.
         if hub.poll() is None:
             hub.terminate()
             try:
                 hub.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                hub.kill()
-                hub.wait()
+                pass
+        try:
+            os.killpg(hub.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        hub.wait()
 
 
 async def stop_one_way(args, way, passwords, hub, started):
