@@ -209,6 +209,8 @@ pub fn run(args: Options) -> Result<u8> {
         cells_done += input.parsed.as_ref().map_or(0, |nb| {
             nb.cells.iter().filter(|cell| cell.is_code()).count()
         });
+        // A notebook whose engine did not start counted no cell: the bar follows the lines.
+        progress.set_position(cells_done as u64);
         let done = notebooks.len();
         progress.set_prefix(format!(
             "{}/{total_notebooks}",
