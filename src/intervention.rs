@@ -1,6 +1,6 @@
 //! Interventions on a model's run as TransformerLens makes them, one options value
 //! ([`Intervention`]) for the decoder (`Decoder::intervene`, with the feature `decoder`) and the
-//! encoder ([`Encoder::intervene`](crate::encoder::Encoder::intervene)): zero-ablate, mean-ablate or scale a head's output, patch a
+//! encoder (`Encoder::intervene`): zero-ablate, mean-ablate or scale a head's output, patch a
 //! head's output or the residual stream at a (layer, position) from another run, and recompute
 //! from the first changed layer only.
 //!
@@ -15,8 +15,6 @@ use std::ops::Range;
 use ndarray::{s, Array2, Axis};
 
 #[cfg(feature = "decoder")]
-use crate::decoder::DecoderOutput;
-use crate::encoder::EncoderOutput;
 use crate::error::{AttentionError, Operand};
 
 /// What an edit does to one head's output `z_h`.
@@ -81,7 +79,7 @@ impl Edit {
 
 /// The changes of one intervened run, and the run patches are taken from: one options value,
 /// as [`Attend`](crate::attend::Attend) is, for the decoder (`Decoder::intervene`, with the
-/// feature `decoder`) and the encoder ([`Encoder::intervene`](crate::encoder::Encoder::intervene)).
+/// feature `decoder`) and the encoder (`Encoder::intervene`).
 ///
 /// ```
 /// use attention_lab::prelude::*;
@@ -203,7 +201,7 @@ impl<'a> Intervention<'a> {
     /// let encoder = Encoder::new(Embeddings::new(Array2::eye(2), Array2::zeros((8, 2)), Array2::zeros((1, 2)), norm)?, vec![])?;
     /// let corrupted = encoder.forward(&[1])?;
     /// let intervention = Intervention::new().source(&corrupted).patch_residual(0, 0);
-    /// assert_eq!(intervention.patched_from(), Some(Source::Encoder(&corrupted)));
+    /// assert_eq!(intervention.patched_from(), Some(Source::from(&corrupted)));
     /// # Ok::<(), AttentionError>(())
     /// ```
     pub fn source(mut self, run: impl Into<Source<'a>>) -> Intervention<'a> {
@@ -253,36 +251,48 @@ impl<'a> Intervention<'a> {
 }
 
 /// The run an intervention's patches are taken from ([`Intervention::source`]): a run of the
-/// same kind of model as the clean one, as long as it.
+/// same kind of model as the clean one (a decoder's `DecoderOutput` or an encoder's
+/// `EncoderOutput`, each turned into a `Source` by `From`), as long as it. Two sources are
+/// equal when they are the same run.
 ///
 /// ```
 /// use attention_lab::prelude::*;
 /// let norm = LayerNorm::new(Array1::ones(2), Array1::zeros(2), 1e-12)?;
 /// let encoder = Encoder::new(Embeddings::new(Array2::eye(2), Array2::zeros((8, 2)), Array2::zeros((1, 2)), norm)?, vec![])?;
 /// let run = encoder.forward(&[0, 1])?;
-/// assert_eq!(Source::from(&run), Source::Encoder(&run));
+/// let other = encoder.forward(&[0, 1])?;
+/// assert_eq!(Source::from(&run), Source::from(&run));
+/// assert_ne!(Source::from(&run), Source::from(&other));
 /// # Ok::<(), AttentionError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[non_exhaustive]
-pub enum Source<'a> {
-    /// A decoder's run (`Decoder::forward`).
-    #[cfg(feature = "decoder")]
-    Decoder(&'a DecoderOutput),
-    /// An encoder's run ([`Encoder::forward`](crate::encoder::Encoder::forward)).
-    Encoder(&'a EncoderOutput),
+#[derive(Clone, Copy)]
+pub struct Source<'a> {
+    // A model's run, known by its type: the models' modules make and read it, so that this
+    // module names neither model (each model's module uses this one).
+    run: &'a dyn std::any::Any,
 }
 
-#[cfg(feature = "decoder")]
-impl<'a> From<&'a DecoderOutput> for Source<'a> {
-    fn from(run: &'a DecoderOutput) -> Source<'a> {
-        Source::Decoder(run)
+impl<'a> Source<'a> {
+    /// A model's run as a source (the models' `From` impls).
+    pub(crate) fn of_run<R: std::any::Any>(run: &'a R) -> Source<'a> {
+        Source { run }
+    }
+
+    /// The run, when it is an `R`.
+    pub(crate) fn run<R: std::any::Any>(self) -> Option<&'a R> {
+        self.run.downcast_ref()
     }
 }
 
-impl<'a> From<&'a EncoderOutput> for Source<'a> {
-    fn from(run: &'a EncoderOutput) -> Source<'a> {
-        Source::Encoder(run)
+impl PartialEq for Source<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::addr_eq(self.run, other.run)
+    }
+}
+
+impl std::fmt::Debug for Source<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Source({:p})", self.run)
     }
 }
 

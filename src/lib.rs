@@ -55,6 +55,8 @@ pub mod init;
 pub mod intervention;
 mod into;
 #[cfg(feature = "encoder")]
+pub mod keep;
+#[cfg(feature = "encoder")]
 pub mod linear;
 pub mod mask;
 #[cfg(feature = "encoder")]

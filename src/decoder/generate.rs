@@ -6,8 +6,8 @@ use std::marker::PhantomData;
 use ndarray::{Array1, ArrayView1};
 
 use super::{Decoder, DecoderKept, DecoderOutput, KvCache};
-use crate::encoder::Keep;
 use crate::error::AttentionError;
+use crate::keep::Keep;
 use crate::np::RandomState;
 use crate::softmax::sampling_softmax;
 

@@ -9,8 +9,8 @@ use std::borrow::Cow;
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, Axis};
 
 use super::{Decoder, DecoderBlock, DecoderOutput, KvCache};
-use crate::encoder::Keep;
 use crate::error::AttentionError;
+use crate::keep::Keep;
 use crate::mask::Mask;
 use crate::rope::Rope;
 

@@ -22,7 +22,7 @@ mod probe;
 
 /// What a pass keeps: the encoder's [`Keep`](crate::encoder::Keep), one concept for both
 /// models ([`Decoder::forward_with`]).
-pub use crate::encoder::Keep;
+pub use crate::keep::Keep;
 pub use block::{BlockOutput, DecoderBlock, Mlp, Norm};
 pub use cache::{KvCache, LayerCache};
 pub use generate::{Generation, Sampler, Sampling, Step};

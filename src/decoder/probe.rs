@@ -295,10 +295,13 @@ impl Activations for DecoderOutput {
     }
 
     fn of(source: Source<'_>) -> Option<&DecoderOutput> {
-        match source {
-            Source::Decoder(run) => Some(run),
-            _ => None,
-        }
+        source.run()
+    }
+}
+
+impl<'a> From<&'a DecoderOutput> for Source<'a> {
+    fn from(run: &'a DecoderOutput) -> Source<'a> {
+        Source::of_run(run)
     }
 }
 

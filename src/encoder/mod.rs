@@ -11,9 +11,10 @@ mod layer;
 mod options;
 mod probe;
 
+pub use crate::keep::Keep;
 pub use embeddings::Embeddings;
 pub use layer::{EncoderLayer, EncoderLayerOutput};
-pub use options::{Encode, EncoderBuffers, Keep, Kept};
+pub use options::{Encode, EncoderBuffers, Kept};
 
 use ndarray::{Array2, Array4, Axis};
 

@@ -4,28 +4,7 @@
 use ndarray::{s, Array2, Array4, ArrayView2};
 
 use super::{EncoderLayerOutput, EncoderOutput};
-
-/// What a pass keeps (see [`Encode::keep`]): one concept for both models, as the decoder's
-/// passes take it too (`Decoder::forward_with` and `Decoder::generation_with`, feature
-/// `decoder`: there `Weights` and `LastHiddenState` keep the last position's final hidden row
-/// and logits, the LM head run on it alone).
-///
-/// ```
-/// use attention_lab::prelude::*;
-/// assert_eq!(Keep::default(), Keep::Everything);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Keep {
-    /// Every intermediate of every layer, an [`EncoderOutput`](super::EncoderOutput): each head's Q, K, V, scores,
-    /// weights and z, the norms, the feed-forward block (what [`Encoder::forward`](super::Encoder::forward) gives).
-    #[default]
-    Everything,
-    /// Every head's weights, layers x heads x tokens x tokens, and the last hidden state:
-    /// what transformers returns with `output_attentions=True`.
-    Weights,
-    /// The last hidden state alone, tokens x d (the input of [`mean_pool`](crate::pooling::mean_pool)).
-    LastHiddenState,
-}
+use crate::keep::Keep;
 
 /// The options of one encoder pass ([`Encoder::forward_with`](super::Encoder::forward_with)): the token types, the padding
 /// and what to keep. `Encode::new()` is token type 0 for every token, no padding and

@@ -28,11 +28,13 @@ impl Activations for EncoderOutput {
     }
 
     fn of(source: Source<'_>) -> Option<&EncoderOutput> {
-        match source {
-            Source::Encoder(run) => Some(run),
-            #[allow(unreachable_patterns)] // a decoder's run, with the feature `decoder`
-            _ => None,
-        }
+        source.run()
+    }
+}
+
+impl<'a> From<&'a EncoderOutput> for Source<'a> {
+    fn from(run: &'a EncoderOutput) -> Source<'a> {
+        Source::of_run(run)
     }
 }
 
