@@ -605,14 +605,7 @@ fn warm(shared: &Shared) -> Result<()> {
     warn("attention-lab hub: compiling the lessons once for every student (a few minutes)");
     let mut command = Command::new(shared.bin());
     command
-        .args([
-            "replay",
-            "--engine",
-            "evcxr",
-            "--timeout",
-            "900",
-            "--progress-lines",
-        ])
+        .args(attention_lab_jupyter::replay::WARM_ARGS)
         .arg(shared.notebooks())
         .env("XDG_CACHE_HOME", &warm)
         .env_remove(attention_lab_io::cache::CACHE_VAR)

@@ -257,14 +257,7 @@ fn warm_lessons(cache: &Path, dir: &Path) -> Result<()> {
         dir.display()
     ));
     let status = Command::new(&exe)
-        .args([
-            "replay",
-            "--engine",
-            "evcxr",
-            "--timeout",
-            "900",
-            "--progress-lines",
-        ])
+        .args(crate::replay::WARM_ARGS)
         .arg(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -27,6 +27,22 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// `replay`'s arguments for a warm replay of lessons before a class or a first `lab` (every
+/// cell compiled as a kernel compiles it, with time for the slowest, a line per notebook done):
+/// `lab` and `hub` run it so.
+///
+/// ```
+/// assert_eq!(attention_lab_jupyter::replay::WARM_ARGS[0], "replay");
+/// ```
+pub const WARM_ARGS: [&str; 6] = [
+    "replay",
+    "--engine",
+    "evcxr",
+    "--timeout",
+    "900",
+    "--progress-lines",
+];
+
 /// What `replay` runs and compares, as its flags give it.
 ///
 /// ```no_run
