@@ -134,15 +134,26 @@ impl Rope {
         start: usize,
     ) -> Result<Array2<f64>, AttentionError> {
         let x = x.into();
+        let (cos, sin) = self.angles(start..start + x.nrows());
+        self.rotate_with(x, &cos, &sin)
+    }
+
+    /// [`Rope::rotate`] with its tables of angles given (from [`Rope::angles`] of `x`'s
+    /// positions): a pass that turns several matrices at the same positions makes them once.
+    pub(crate) fn rotate_with(
+        &self,
+        x: ArrayView2<'_, f64>,
+        cos: &Array2<f64>,
+        sin: &Array2<f64>,
+    ) -> Result<Array2<f64>, AttentionError> {
         let d = self.head_dim();
-        if x.ncols() % d != 0 {
+        if !x.ncols().is_multiple_of(d) {
             return Err(AttentionError::mismatch(
                 Operand::new("X", x.shape()),
                 Operand::new("head_dim", &[d]),
                 "RoPE turns whole heads: the columns of X must be a multiple of head_dim",
             ));
         }
-        let (cos, sin) = self.angles(start..start + x.nrows());
         let half = d / 2;
         let mut out = Array2::zeros(x.raw_dim());
         for (h, head) in x.axis_chunks_iter(Axis(1), d).enumerate() {

@@ -259,7 +259,7 @@ impl<'r> StepTables<'r> {
         let found = self.angles.iter().find(|(r, ..)| *r == rope);
         match found {
             Some((_, cos, sin)) if (start, x.nrows()) == (self.start, self.rows) => {
-                Ok(turn(x, cos, sin))
+                rope.rotate_with(x, cos, sin)
             }
             _ => rope.rotate(x, start),
         }
@@ -289,21 +289,4 @@ fn causal(window: Option<usize>, queries: usize, keys: usize) -> Result<Mask, At
         Some(window) => Mask::sliding_window(queries, keys, window),
         None => Mask::causal_over(queries, keys),
     }
-}
-
-/// `x` turned by tables of its positions, head by head ([`Rope::rotate`]'s arithmetic, in its
-/// order: `x_i cos_i + partner_i sin_i`, the partner of the first half's `i` being
-/// `-x_(i + d/2)` and of the second half's `x_(i - d/2)`). `x`'s columns are whole heads of the
-/// tables' width.
-fn turn(x: ArrayView2<'_, f64>, cos: &Array2<f64>, sin: &Array2<f64>) -> Array2<f64> {
-    let d = cos.ncols();
-    let half = d / 2;
-    Array2::from_shape_fn(x.raw_dim(), |(t, c)| {
-        let i = c % d;
-        let partner = match i < half {
-            true => -x[[t, c + half]],
-            false => x[[t, c - half]],
-        };
-        x[[t, c]] * cos[[t, i]] + partner * sin[[t, i]]
-    })
 }
