@@ -104,6 +104,24 @@ impl Worst {
         self.scaled = self.scaled.max(scaled);
         self.relative = self.relative.max(relative);
     }
+
+    /// The worst errors, as the tests print them after `what`.
+    fn said(&self, what: &str) -> String {
+        format!(
+            "{what}, worst error {:e} (|a - b| / |b|: {:e})",
+            self.scaled, self.relative
+        )
+    }
+
+    /// Prints the worst errors and checks the plain relative one too.
+    fn finish(&self, what: &str) {
+        eprintln!("{}", self.said(what));
+        assert!(
+            self.relative <= TOL,
+            "|a - b| / |b| reaches {:e}",
+            self.relative
+        );
+    }
 }
 
 /// Checks `ours` (tokens x vocab) at the goldens' positions and columns against `theirs`
@@ -146,18 +164,11 @@ fn every_intervened_logit_equals_torchs() {
         );
         check_kept(&mut worst, what, g, &ours.logits, theirs);
     }
-    eprintln!(
-        "SmolLM2: {} cases in {:?}, worst error {:e} (|a - b| / |b|: {:e})",
+    worst.finish(&format!(
+        "SmolLM2: {} cases in {:?}",
         cases.len(),
-        started.elapsed(),
-        worst.scaled,
-        worst.relative
-    );
-    assert!(
-        worst.relative <= TOL,
-        "|a - b| / |b| reaches {:e}",
-        worst.relative
-    );
+        started.elapsed()
+    ));
 }
 
 #[test]
@@ -211,15 +222,7 @@ fn attributions_equal_torchs_and_sum_to_the_logit() {
             "{what}: the parts sum to the logit but for {sum:e}"
         );
     }
-    eprintln!(
-        "SmolLM2: attributions' worst error {:e} (|a - b| / |b|: {:e})",
-        worst.scaled, worst.relative
-    );
-    assert!(
-        worst.relative <= TOL,
-        "|a - b| / |b| reaches {:e}",
-        worst.relative
-    );
+    worst.finish("SmolLM2: attributions");
 }
 
 #[test]
@@ -235,15 +238,7 @@ fn the_logit_lens_equals_torchs() {
         check_kept(&mut worst, &format!("lens {l}"), &p.golden, ours, theirs);
     }
     assert_eq!(lens.last(), Some(&p.clean.logits), "the last is the run's");
-    eprintln!(
-        "SmolLM2: the lens' worst error {:e} (|a - b| / |b|: {:e})",
-        worst.scaled, worst.relative
-    );
-    assert!(
-        worst.relative <= TOL,
-        "|a - b| / |b| reaches {:e}",
-        worst.relative
-    );
+    worst.finish("SmolLM2: the lens");
 }
 
 #[test]
@@ -282,10 +277,11 @@ fn every_intervened_hidden_state_of_minilm_equals_torchs() {
         }
     }
     eprintln!(
-        "MiniLM: {} cases in {:?}, worst error {:e} (|a - b| / |b|: {:e})",
-        cases.len(),
-        started.elapsed(),
-        worst.scaled,
-        worst.relative
+        "{}",
+        worst.said(&format!(
+            "MiniLM: {} cases in {:?}",
+            cases.len(),
+            started.elapsed()
+        ))
     );
 }
