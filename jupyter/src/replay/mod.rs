@@ -165,11 +165,9 @@ pub fn run(args: Options) -> Result<u8> {
         },
     };
 
-    let total_cells: usize = inputs
-        .iter()
-        .filter_map(|input| input.parsed.as_ref().ok())
-        .map(|nb| nb.cells.iter().filter(|cell| cell.is_code()).count())
-        .sum();
+    // A notebook's code cells (none for one that did not parse): the bar's and the lines' unit.
+    let cells_of = |input: &Input| input.parsed.as_ref().map_or(0, |nb| code_cells(nb).count());
+    let total_cells: usize = inputs.iter().map(cells_of).sum();
     let progress_owner = terminal::Progress::new(total_cells as u64);
     let progress = progress_owner.bar.clone();
     progress.set_style(
@@ -222,9 +220,7 @@ pub fn run(args: Options) -> Result<u8> {
             }
         };
         notebooks.push(report);
-        cells_done += input.parsed.as_ref().map_or(0, |nb| {
-            nb.cells.iter().filter(|cell| cell.is_code()).count()
-        });
+        cells_done += cells_of(&input);
         // A notebook whose engine did not start counted no cell: the bar follows the lines.
         progress.set_position(cells_done as u64);
         let done = notebooks.len();
