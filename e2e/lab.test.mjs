@@ -26,7 +26,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checkCells, kernelIdle, menu, runAll, stored } from './notebook.mjs';
+import { checkCells, kernelIdle, labCache as cache, menu, runAll, stored } from './notebook.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const shots = path.join(repo, 'target', 'e2e');
@@ -74,10 +74,6 @@ function freePort() {
     });
   });
 }
-
-// `lab`'s cache folder, as io::cache finds it.
-const cache = process.env.ATTENTION_LAB_CACHE
-  || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'attention-lab');
 
 // The stored outputs are to be checked untrusted, but JupyterLab trusts a notebook it saved
 // after Run All, and a run reproduces the stored outputs byte for byte: an earlier run on this

@@ -9,7 +9,7 @@
 // request off the server. Screenshots in target/e2e/lab-fit/.
 //
 // Usage: node e2e/lab_fit.test.mjs   (JUPYTER=/path/to/jupyter, default the venv that
-// `attention-lab lab` made: $ATTENTION_LAB_CACHE or ~/.cache/attention-lab, venv-lab/bin/jupyter)
+// `attention-lab lab` made: its cache folder, as io::cache finds it, venv-lab/bin/jupyter)
 
 import { chromium } from 'playwright-core';
 import { spawn, spawnSync } from 'node:child_process';
@@ -19,10 +19,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkOutput, sizeTo } from './fit.mjs';
+import { labCache as cache } from './notebook.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const shots = path.join(repo, 'target', 'e2e', 'lab-fit');
-const cache = process.env.ATTENTION_LAB_CACHE || path.join(os.homedir(), '.cache', 'attention-lab');
 const jupyter = process.env.JUPYTER || path.join(cache, 'venv-lab', 'bin', 'jupyter');
 const NOTEBOOKS = ['000_two_heads_worked_example', '008_attention_in_a_real_model', '010_attention_that_learns', '011_a_real_model_writes'];
 const PANEL = '.jp-NotebookPanel:not(.lm-mod-hidden)';

@@ -1,6 +1,14 @@
 // What the browser tests share: a notebook run in JupyterLab as a person runs it (Run All once
 // the kernel is idle), and its page checked against the outputs stored in the notebook.
 
+import os from 'node:os';
+import path from 'node:path';
+
+// `attention-lab lab`'s cache folder, as io::cache finds it: $ATTENTION_LAB_CACHE, else
+// attention-lab in $XDG_CACHE_HOME or ~/.cache.
+export const labCache = process.env.ATTENTION_LAB_CACHE
+  || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'attention-lab');
+
 export const norm = (s) => s.replace(/[ \t]+\n/g, '\n').trim();
 const textOf = (t) => (Array.isArray(t) ? t.join('') : t);
 
