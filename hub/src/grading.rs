@@ -123,7 +123,9 @@ c.ExchangeFactory.submit = SubmitToTheTeacher
 /// the collect's reach (`refused-...`, no `+`), with one line; a submission is copied
 /// without following links, and one holding anything but files and folders is refused.
 const COLLECT_SHIM: &str = r#"
+import os
 import pwd
+import shutil
 import stat
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.exchange import ignore_patterns
