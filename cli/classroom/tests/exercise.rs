@@ -8,8 +8,8 @@ mod tools_common;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use tools_common::{assert_help_has_example, data, fails, run, usage_error};
+use std::path::Path;
+use tools_common::{assert_help_has_example, data, fails, run, temp_dir, usage_error};
 
 /// The stored sheets: file name and the options after `exercise`.
 const SHEETS: [(&str, &[&str]); 8] = [
@@ -344,13 +344,6 @@ fn exercise_masked_answer_key_equals_solve_with_the_mask() {
         "{sheet}"
     );
 }
-/// A fresh empty directory under the system's temp dir.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("attention-lab-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 #[test]
 #[ignore = "needs pdflatex"]
@@ -387,7 +380,6 @@ fn exercise_tex_compiles_with_pdflatex() {
         String::from_utf8_lossy(&out.stdout)
     );
     assert!(dir.join("sheet.pdf").is_file());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -406,7 +398,6 @@ fn exercise_output_goes_through_a_rename() {
     );
     let written = std::fs::read_to_string(dir.join("sheet.md")).unwrap();
     assert_eq!(written, exercise(&["--seed", "7"]));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use tools_common::{data, Run};
+use tools_common::{data, temp_dir, Run};
 
 /// Runs the binary in `dir`; without pdflatex on PATH unless `pdf` (PDFs are slow and
 /// optional), so these tests pass on a machine without it.
@@ -26,14 +26,6 @@ fn run_in(dir: &Path, args: &[&str], pdf: bool) -> Run {
         stdout: String::from_utf8(out.stdout).expect("UTF-8"),
         stderr: String::from_utf8(out.stderr).expect("UTF-8"),
     }
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("attention-lab-grade-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Makes a class from `roster` (CSV text) in `dir/class`; returns the class folder.
@@ -320,7 +312,6 @@ fn each_planted_mistake_is_named() {
         let total: f64 = marks["total"].parse().unwrap();
         let max: f64 = marks["max"].parse().unwrap();
         assert!(total < max && total >= max - 3.0, "{plant:?}: {marks:?}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 
@@ -405,7 +396,6 @@ fn each_planted_mistake_is_named_on_a_masked_sheet() {
         "{}",
         r.stderr
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -431,7 +421,6 @@ fn rounding_every_step_to_2_of_4_decimals_is_named_early_rounding() {
         feedback.contains("rounded too early (to 2 decimals)"),
         "{feedback}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -449,7 +438,6 @@ fn a_wrong_answer_no_mistake_explains_is_said_so() {
         feedback.contains("none of the usual mistakes explains it"),
         "{feedback}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A submission as one .npy file per matrix, rounded to `decimals` when given.
@@ -497,7 +485,6 @@ fn answers_that_fit_another_students_sheet_are_said_to() {
     attention_lab_io::write_answers(dir.join("ann.json"), "ann", &work(&ann, Plant::None)).unwrap();
     let r = grade(&dir, "class/keys", &["ann.json"]);
     assert_eq!(r.stdout, "ann: 14 of 14\n");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -534,7 +521,6 @@ fn a_correct_submission_gets_full_marks_as_json_and_as_npy() {
         );
         assert_eq!(marks["b3"], "3");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -562,7 +548,6 @@ fn answers_are_read_by_field_names_in_any_order() {
         r.stderr,
         "error: bo.json: student \"bo\" not graded: head 2: \"scores\" is missing\n"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -608,7 +593,6 @@ fn key_equals_solve(options: &[&str], flags: &[&str]) {
     assert_eq!(r.status, 0, "{}", r.stderr);
     let solved: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(json["solution"], solved);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Every file of a class folder, by relative path, with its bytes.
@@ -677,9 +661,6 @@ fn the_same_secret_gives_the_same_bytes_and_another_secret_other_sheets() {
     // The secret file's trailing newline is not part of the secret.
     let d = temp_dir("secret-d");
     assert_eq!(files(&make_class(&d, roster, "course two", &[])), other);
-    for dir in [a, b, c, d] {
-        std::fs::remove_dir_all(dir).unwrap();
-    }
 }
 
 /// Writes student `n`'s submission (0-based place in the roster) as the scenario list of
@@ -767,7 +748,6 @@ fn a_class_of_30_is_generated_answered_and_graded_as_numpy_grades_it() {
     assert!(feedback("s08").contains("Z: wrong: the heads were concatenated in the wrong order."));
     assert!(feedback("s10").contains("not graded: \"output\" is missing"));
     assert!(feedback("s01").starts_with("Ada Lovelace (s01): 14 of 14 points."));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -807,7 +787,6 @@ fn bad_arguments_are_one_line_and_status_2() {
         "error: --roster: needs the course secret: --secret SECRET or --secret-file FILE"
     );
     assert!(!dir.join("o").exists(), "nothing written on bad input");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -846,9 +825,6 @@ fn roster_pdfs_compile_the_same_bytes_twice() {
         pdfs.push((sheet, key));
     }
     assert!(pdfs[0] == pdfs[1], "the PDFs are reproducible");
-    for dir in [a, b] {
-        std::fs::remove_dir_all(dir).unwrap();
-    }
 }
 
 proptest! {
@@ -890,7 +866,6 @@ proptest! {
         prop_assert_eq!(marks["total"].clone(), max.to_string());
         prop_assert_eq!(marks["max"].clone(), max.to_string());
         prop_assert_eq!(marks["mistakes"].clone(), "");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 
@@ -969,7 +944,6 @@ fn malformed_submissions_are_one_line_each_and_the_rest_are_graded() {
     );
     assert_eq!(r.status, 2, "{}", r.stderr);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The JSON value of a matrix.
@@ -1068,7 +1042,6 @@ fn each_planted_backward_mistake_is_named() {
         let r = grade(&dir, "class/keys", &["ann.json"]);
         assert_eq!(r.status, 1, "{}", r.stderr);
         assert!(r.stderr.contains("\"backward\" is missing"), "{}", r.stderr);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 

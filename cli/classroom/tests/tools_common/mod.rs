@@ -16,6 +16,32 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// A fresh empty folder under the system's temp dir, removed when dropped, so a test that
+/// fails (or returns early) leaves nothing behind. It derefs to its path.
+pub struct Scratch(tempfile::TempDir);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// A [`Scratch`] folder whose name starts with `attention-lab-{name}-`.
+pub fn temp_dir(name: &str) -> Scratch {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("attention-lab-{name}-"))
+        .tempdir()
+        .expect("a temp dir");
+    Scratch(dir)
+}
+
 /// `tests/data/<sub>` of the classroom package.
 pub fn data(sub: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
