@@ -12,7 +12,7 @@
 
 use std::ops::Range;
 
-use ndarray::{s, Array2, Axis};
+use ndarray::{s, Array1, Array2, Axis};
 
 #[cfg(feature = "decoder")]
 use crate::error::{AttentionError, Operand};
@@ -352,14 +352,18 @@ pub(crate) fn check_parts(
 
 /// An intervention's edits, checked against a model and its clean run, with what they read:
 /// the clean run (for means) and the source (for patches). The model's pass gives it the
-/// residual stream entering each layer and each layer's `z`; edits are applied in the order
-/// given.
+/// residual stream entering each layer and each layer's `z`, from the run's row `from` on
+/// (0 unless [`Edited::starting_at`] says otherwise); edits are applied in the order given.
 pub(crate) struct Edited<'a, R> {
     edits: &'a [Edit],
     clean: &'a R,
     source: Option<&'a R>,
     /// Each layer's heads' columns of `z`.
     columns: Vec<Vec<Range<usize>>>,
+    /// The run's position of the first row the pass gives.
+    from: usize,
+    /// The clean run's \[PAD\] rows, which a mean leaves out.
+    padded: Option<&'a [bool]>,
 }
 
 impl<'a, R: Activations> Edited<'a, R> {
@@ -431,7 +435,30 @@ impl<'a, R: Activations> Edited<'a, R> {
             clean,
             source,
             columns,
+            from: 0,
+            padded: None,
         })
+    }
+
+    /// The first position an edit changes: 0 when one changes every position. Attention
+    /// being causal, the rows above it are the clean run's at every layer.
+    pub(crate) fn first_row(&self) -> usize {
+        let position = |edit: &Edit| match *edit {
+            Edit::Head { position, .. } => position.unwrap_or(0),
+            Edit::Residual { position, .. } => position,
+        };
+        self.edits.iter().map(position).min().unwrap_or(0)
+    }
+
+    /// The same edits for a pass over the run's rows from `from` on (at most
+    /// [`Edited::first_row`]).
+    pub(crate) fn starting_at(self, from: usize) -> Edited<'a, R> {
+        Edited { from, ..self }
+    }
+
+    /// The same edits, a mean taken over the clean run's rows not `padded` only.
+    pub(crate) fn padded(self, padded: Option<&'a [bool]>) -> Edited<'a, R> {
+        Edited { padded, ..self }
     }
 
     /// The first layer the edits change; `None` without edits.
@@ -439,21 +466,27 @@ impl<'a, R: Activations> Edited<'a, R> {
         self.edits.iter().map(Edit::layer).min()
     }
 
-    /// Changes the residual stream entering layer `at`, tokens x E.
-    pub(crate) fn residual(&self, at: usize, x: &mut Array2<f64>) {
+    /// Changes the residual stream entering layer `at` (its rows from `from` on, x E); what
+    /// each patch added to its row, by the row's position in the run.
+    pub(crate) fn residual(&self, at: usize, x: &mut Array2<f64>) -> Vec<(usize, Array1<f64>)> {
+        let mut deltas = Vec::new();
         for edit in self.edits {
             let Edit::Residual { layer, position } = *edit else {
                 continue;
             };
             // Edited::new made sure a patch has its source, a run that fits the clean one.
-            let from = self.source.and_then(|run| run.stream(layer));
-            if let (true, Some(from)) = (layer == at, from) {
-                x.row_mut(position).assign(&from.row(position));
+            let source = self.source.and_then(|run| run.stream(layer));
+            if let (true, Some(source)) = (layer == at, source) {
+                let mut row = x.row_mut(position - self.from);
+                deltas.push((position, &source.row(position) - &row));
+                row.assign(&source.row(position));
             }
         }
+        deltas
     }
 
-    /// Changes the heads' outputs `z` of layer `at` (tokens x heads d); whether an edit did.
+    /// Changes the heads' outputs `z` of layer `at` (its rows from `from` on, x heads d);
+    /// whether an edit did.
     pub(crate) fn z(&self, at: usize, z: &mut Array2<f64>) -> bool {
         let mut changed = false;
         for edit in self.edits {
@@ -471,20 +504,19 @@ impl<'a, R: Activations> Edited<'a, R> {
             }
             changed = true;
             let columns = s![.., self.columns[layer][head].clone()];
-            let rows = match position {
-                Some(p) => s![p..p + 1, ..],
-                None => s![.., ..],
+            // The rows of the run, and of the pass's z that starts at row `from`.
+            let (rows, here) = match position {
+                Some(p) => (s![p..p + 1, ..], s![p - self.from..p - self.from + 1, ..]),
+                None => (s![self.from.., ..], s![.., ..]),
             };
             let mut zh = z.slice_mut(columns);
-            let mut zh = zh.slice_mut(rows);
+            let mut zh = zh.slice_mut(here);
             match edit {
                 HeadEdit::Zero => zh.fill(0.0),
                 HeadEdit::Scale(factor) => zh *= factor,
                 HeadEdit::Mean => {
                     if let Some(clean) = self.clean.z(layer) {
-                        let clean = clean.slice(columns);
-                        let mean = clean.sum_axis(Axis(0)) / clean.nrows() as f64;
-                        zh.assign(&mean);
+                        zh.assign(&self.mean(clean.slice(columns)));
                     }
                 }
                 HeadEdit::Patch => {
@@ -495,5 +527,12 @@ impl<'a, R: Activations> Edited<'a, R> {
             }
         }
         changed
+    }
+
+    /// The mean of a head's rows of the clean run, over its real (not padded) rows.
+    fn mean(&self, zh: ndarray::ArrayView2<'_, f64>) -> Array1<f64> {
+        let real = |i: &usize| !self.padded.is_some_and(|padded| padded[*i]);
+        let rows: Vec<usize> = (0..zh.nrows()).filter(real).collect();
+        zh.select(Axis(0), &rows).sum_axis(Axis(0)) / rows.len().max(1) as f64
     }
 }

@@ -210,6 +210,19 @@ impl DecoderBlock {
         self.forward_edited(x.into(), cache, |_| {}, &StepTables::default())
     }
 
+    /// Appends to `cache` the keys and values a pass over the residual rows `x` would: the
+    /// attention's norm, W_K turned by RoPE, and W_V, nothing else (a prefix an intervention
+    /// leaves as it was).
+    pub(crate) fn append_kv(
+        &self,
+        x: ArrayView2<'_, f64>,
+        cache: &mut LayerCache,
+    ) -> Result<(), AttentionError> {
+        let normed = self.attn_norm.forward(x)?;
+        self.attention
+            .append_kv(normed.view(), cache, &StepTables::default())
+    }
+
     /// As [`DecoderBlock::forward`], with `edit` given the attention heads' outputs `z`
     /// before W_O (the output keeps the edited `z`), and the RoPE tables and the mask taken
     /// from `tables` when it has them.

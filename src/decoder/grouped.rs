@@ -292,11 +292,8 @@ impl GroupedAttention {
                 "the cache must hold this layer's keys: as wide as W_K",
             ));
         }
-        let start = cache.len();
-        let q = tables.rotate(&self.rope, self.wq.project(x).view(), start)?;
-        let k = tables.rotate(&self.rope, self.wk.project(x).view(), start)?;
-        let v = self.wv.project(x);
-        cache.append(k.view(), v.view());
+        let q = tables.rotate(&self.rope, self.wq.project(x).view(), cache.len())?;
+        self.append_kv(x, cache, tables)?;
         let mask = tables.mask(self.window, x.nrows(), cache.len())?;
         let (z, weights) = attend_groups(
             q.view(),
@@ -306,6 +303,21 @@ impl GroupedAttention {
             Some(&mask),
         )?;
         Ok(Heads { q, weights, z })
+    }
+
+    /// Appends the keys (turned by RoPE at their positions, from the cache's length on) and
+    /// values of the rows `x` (already normed, as wide as W_K's rows) to `cache`: what a pass
+    /// over `x` leaves there, without its queries.
+    pub(crate) fn append_kv(
+        &self,
+        x: ArrayView2<'_, f64>,
+        cache: &mut LayerCache,
+        tables: &StepTables<'_>,
+    ) -> Result<(), AttentionError> {
+        let k = tables.rotate(&self.rope, self.wk.project(x).view(), cache.len())?;
+        let v = self.wv.project(x);
+        cache.append(k.view(), v.view());
+        Ok(())
     }
 
     /// The attention's output `z W_O`, kept with the queries, weights and `z` it came from.

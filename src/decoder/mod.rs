@@ -28,9 +28,9 @@ pub use cache::{KvCache, LayerCache};
 pub use generate::{Generation, Sampler, Sampling, Step};
 pub use grouped::{grouped_query_attention, GroupedAttention, GroupedOutput};
 pub use lean::DecoderKept;
-pub use probe::{Attribution, Edit, HeadEdit, Intervention};
+pub use probe::{Attribution, Edit, HeadEdit, Intervention, ResidualPatch};
 
-use ndarray::{Array2, ArrayView2};
+use ndarray::{Array1, Array2, ArrayView2};
 
 use crate::error::{AttentionError, Operand};
 use crate::linear::Linear;
@@ -68,6 +68,10 @@ pub struct DecoderOutput {
     /// One row of logits per new token: tokens x vocab (the last token's only, 1 x vocab, in
     /// [`Decoder::generation`]'s prefill).
     pub logits: Array2<f64>,
+    /// What each residual patch of an intervened run added to the stream (none in a plain
+    /// pass): the patched rows are in the stream, and this keeps the parts summing to it
+    /// ([`Decoder::attribute`]).
+    pub patches: Vec<ResidualPatch>,
 }
 
 impl Decoder {
@@ -246,8 +250,7 @@ impl Decoder {
     ) -> Result<DecoderOutput, AttentionError> {
         self.check_pass(ids, cache)?;
         let embedded = self.embed.rows(ids);
-        let blocks = Vec::with_capacity(self.blocks.len());
-        self.resume(embedded, blocks, cache.layers_mut(), last, &())
+        self.resume(embedded, 0, cache.layers_mut(), last, &())
     }
 
     /// A pass's input checked whole before any layer appends, so that an error leaves the
@@ -272,30 +275,41 @@ impl Decoder {
         Ok(())
     }
 
-    /// Runs the blocks after the `blocks` already run (their outputs reused as they are), then
-    /// the final norm and the LM head (for the last token only when `last`). The residual
-    /// stream entering each block (the previous block's output, or `embedded`), and after the
-    /// last block, is given to `edits.residual` first, and each block's heads' outputs `z` to
-    /// `edits.z` before W_O; the output keeps the edited values. `layers` holds every
-    /// block's KV cache; those of the blocks already run are left alone.
+    /// Runs the blocks from `start` on over `x`, the residual stream entering block `start`
+    /// (the embeddings for 0), then the final norm and the LM head (for the last token only
+    /// when `last`). The stream entering each block, and after the last, is given to
+    /// `edits.residual` first, and each block's heads' outputs `z` to `edits.z` before W_O;
+    /// the output keeps the edited values, with `x` (edited) as its `embedded` and the blocks
+    /// from `start` only. `layers` holds every block's KV cache; those below `start` are left
+    /// alone.
     pub(crate) fn resume(
         &self,
-        mut embedded: Array2<f64>,
-        mut blocks: Vec<BlockOutput>,
+        mut x: Array2<f64>,
+        start: usize,
         layers: &mut [LayerCache],
         last: bool,
         edits: &impl Edits,
     ) -> Result<DecoderOutput, AttentionError> {
-        let start = blocks.len();
+        let mut blocks: Vec<BlockOutput> = Vec::with_capacity(self.blocks.len() - start);
+        let mut patches = Vec::new();
+        let mut patch = |layer: usize, x: &mut Array2<f64>| {
+            let deltas = edits.residual(layer, x).into_iter();
+            patches.extend(deltas.map(|(position, delta)| ResidualPatch {
+                layer,
+                position,
+                delta,
+            }));
+        };
         for (l, (block, layer)) in self.blocks.iter().zip(layers).enumerate().skip(start) {
-            let x = residual_mut(&mut embedded, &mut blocks);
-            edits.residual(l, x);
+            let x = residual_mut(&mut x, &mut blocks);
+            patch(l, x);
             let out =
                 block.forward_edited(x.view(), layer, |z| edits.z(l, z), &StepTables::default())?;
             blocks.push(out);
         }
+        let mut embedded = x;
         let x = residual_mut(&mut embedded, &mut blocks);
-        edits.residual(self.blocks.len(), x);
+        patch(self.blocks.len(), x);
         let hidden = self.norm.forward(&*x)?;
         let rows = match last {
             true => hidden.slice(ndarray::s![hidden.nrows().saturating_sub(1).., ..]),
@@ -307,6 +321,7 @@ impl Decoder {
             blocks,
             hidden,
             logits,
+            patches,
         })
     }
 
@@ -335,14 +350,17 @@ fn residual_mut<'a>(
 /// before W_O. `()` changes nothing. The edits are checked before the pass, which they
 /// cannot fail.
 pub(crate) trait Edits {
-    /// Changes the residual stream entering `layer`, tokens x E.
-    fn residual(&self, layer: usize, x: &mut Array2<f64>);
+    /// Changes the residual stream entering `layer`, tokens x E; what each changed row got
+    /// added, by its position in the run.
+    fn residual(&self, layer: usize, x: &mut Array2<f64>) -> Vec<(usize, Array1<f64>)>;
     /// Changes the heads' outputs of `layer`, tokens x heads d.
     fn z(&self, layer: usize, z: &mut Array2<f64>);
 }
 
 impl Edits for () {
-    fn residual(&self, _: usize, _: &mut Array2<f64>) {}
+    fn residual(&self, _: usize, _: &mut Array2<f64>) -> Vec<(usize, Array1<f64>)> {
+        Vec::new()
+    }
 
     fn z(&self, _: usize, _: &mut Array2<f64>) {}
 }

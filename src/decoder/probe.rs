@@ -12,16 +12,16 @@
 //! per head). The residual stream entering layer `l` is the embeddings for `l = 0` and block
 //! `l - 1`'s output after; `l` = the number of blocks is the stream the final norm reads.
 
-use ndarray::{s, Array1, Array2, Axis};
+use ndarray::{concatenate, s, Array1, Array2, Axis};
 
-use super::{BlockOutput, Decoder, DecoderOutput, Edits, Norm};
+use super::{BlockOutput, Decoder, DecoderOutput, Edits, GroupedOutput, Norm};
 use crate::error::{AttentionError, Operand};
 use crate::intervention::{check_index, check_parts, Activations, Edited, Part, Source};
 pub use crate::intervention::{Edit, HeadEdit, Intervention};
 
 /// Direct logit attribution: the parts of one token's logit at one position, each part of the
 /// residual stream through the final norm (its scale frozen from the run) and the LM head.
-/// `embedded + Σ heads + Σ mlps` equals the logit (to rounding).
+/// `embedded + Σ heads + Σ mlps + patched` equals the logit (to rounding).
 ///
 /// ```
 /// use attention_lab::prelude::*;
@@ -43,8 +43,36 @@ pub struct Attribution {
     pub heads: Vec<Array1<f64>>,
     /// Each layer's feed-forward part.
     pub mlps: Array1<f64>,
+    /// The residual patches' part ([`ResidualPatch`]): what they added at this position; 0
+    /// in a run without one.
+    pub patched: f64,
     /// The run's logit.
     pub logit: f64,
+}
+
+/// What one residual patch of an intervened run ([`Intervention::patch_residual`]) added to
+/// the stream entering `layer` at `position`: the source's row minus the row the run had
+/// there. The run's stream holds the patched row, so without this record the difference
+/// would look like a part of the block before (or of the embeddings); [`Decoder::attribute`]
+/// gives it a part of its own.
+///
+/// ```
+/// use attention_lab::decoder::ResidualPatch;
+/// use attention_lab::prelude::*;
+/// let decoder = Decoder::new(array![[1.0, 0.0], [0.0, 1.0]], vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?;
+/// let (clean, corrupted) = (decoder.forward(&[0])?, decoder.forward(&[1])?);
+/// let patched = decoder.intervene(&clean, &Intervention::new().patch_residual(0, 0).source(&corrupted))?;
+/// assert_eq!(patched.patches, vec![ResidualPatch { layer: 0, position: 0, delta: array![-1.0, 1.0] }]);
+/// # Ok::<(), AttentionError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResidualPatch {
+    /// The layer the stream enters (the number of blocks: after the last).
+    pub layer: usize,
+    /// The position patched.
+    pub position: usize,
+    /// The patched row minus the row before the patch, 1 x E.
+    pub delta: Array1<f64>,
 }
 
 impl Attribution {
@@ -52,11 +80,12 @@ impl Attribution {
     ///
     /// ```
     /// use attention_lab::prelude::*;
-    /// let a = Attribution { embedded: 1.0, heads: vec![array![2.0, 3.0]], mlps: array![4.0], logit: 10.0 };
+    /// let a = Attribution { embedded: 1.0, heads: vec![array![2.0, 3.0]], mlps: array![3.0], patched: 1.0, logit: 10.0 };
     /// assert_eq!(a.total(), 10.0);
     /// ```
     pub fn total(&self) -> f64 {
-        self.embedded + self.heads.iter().map(|h| h.sum()).sum::<f64>() + self.mlps.sum()
+        let heads = self.heads.iter().map(|h| h.sum()).sum::<f64>();
+        self.embedded + heads + self.mlps.sum() + self.patched
     }
 }
 
@@ -84,8 +113,14 @@ impl DecoderOutput {
 impl Decoder {
     /// The run of the clean run's tokens with `intervention`'s edits, recomputed from its first
     /// layer on: the clean run's blocks below it are reused as they are (its embeddings too),
-    /// and no edit recomputes a layer below its own. `clean` is [`Decoder::forward`]'s run;
-    /// mean ablation takes its means over `clean`'s positions. Without edits, the clean run.
+    /// and no edit recomputes a layer below its own. Attention being causal, the positions
+    /// before the first one an edit changes are the clean run's at every layer: when every
+    /// edit names a position (a head's output at one position, a residual patch), only the
+    /// rows from that position on are recomputed, against the clean run's keys and values
+    /// of the rows before (as a KV-cached step would be). `clean` is [`Decoder::forward`]'s
+    /// run; mean ablation takes its means over `clean`'s positions. Without edits, the clean
+    /// run. A residual patch's difference is kept in the run's
+    /// [`patches`](DecoderOutput::patches).
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -109,7 +144,8 @@ impl Decoder {
     /// decoder's or the run's; [`AttentionError::Setting`] for a scale that is not finite;
     /// [`AttentionError::NotApplicable`] for a patch without [`Intervention::source`];
     /// [`AttentionError::Mismatch`] when `clean` or the source is not a full run of this
-    /// decoder as long as `clean`.
+    /// decoder as long as `clean` (a KV-cached continuation is not: its keys reach past its
+    /// tokens).
     pub fn intervene(
         &self,
         clean: &DecoderOutput,
@@ -128,15 +164,20 @@ impl Decoder {
         let Some(start) = edits.first_layer() else {
             return Ok(clean.clone());
         };
-        let blocks: Vec<BlockOutput> = clean.blocks[..start.min(self.blocks.len())].to_vec();
+        let from = edits.first_row();
+        let edits = edits.starting_at(from);
         let mut cache = self.cache();
-        self.resume(
-            clean.embedded.clone(),
-            blocks,
-            cache.layers_mut(),
-            false,
-            &edits,
-        )
+        let layers = self.blocks.iter().zip(cache.layers_mut()).enumerate();
+        for (l, (block, layer)) in layers.skip(start).filter(|_| from > 0) {
+            // check_run made sure every stream below the last is there.
+            if let Some(x) = clean.residual(l) {
+                block.append_kv(x.slice(s![..from, ..]), layer)?;
+            }
+        }
+        let x = clean.residual(start).map_or(&clean.embedded, |x| x);
+        let x = x.slice(s![from.., ..]).to_owned();
+        let rows = self.resume(x, start, cache.layers_mut(), false, &edits)?;
+        Ok(splice(clean, rows, start, from))
     }
 
     /// Direct logit attribution of `token`'s logit at `position` in `run`: the part of each
@@ -211,15 +252,28 @@ impl Decoder {
                     .collect()
             })
             .collect();
-        let mlps = run
+        let mut mlps: Array1<f64> = run
             .blocks
             .iter()
             .map(|out| part(&(&out.output - &out.hidden)))
             .collect();
+        let mut embedded = part(&run.embedded);
+        let mut patched = 0.0;
+        // A patch's difference sits in the stream the block before wrote (or the embeddings):
+        // it is taken out of that part and given its own.
+        for patch in run.patches.iter().filter(|p| p.position == position) {
+            let delta = patch.delta.dot(&direction);
+            patched += delta;
+            match patch.layer.checked_sub(1) {
+                None => embedded -= delta,
+                Some(l) => mlps[l] -= delta,
+            }
+        }
         Ok(Attribution {
-            embedded: part(&run.embedded),
+            embedded,
             heads,
             mlps,
+            patched,
             logit: run.logits[[position, token]],
         })
     }
@@ -263,6 +317,19 @@ impl Decoder {
                 "a run to probe is the decoder's forward: one output a block",
             ));
         }
+        let mut weights = run
+            .blocks
+            .iter()
+            .enumerate()
+            .flat_map(|(l, b)| b.attention.weights.iter().map(move |w| (l, w.dim())));
+        if let Some((l, (queries, keys))) = weights.find(|(_, (q, k))| q != k) {
+            return Err(AttentionError::mismatch(
+                Operand::new(format!("{name}'s weights in block {l}"), &[queries, keys]),
+                Operand::new(format!("{name}'s tokens"), &[queries, queries]),
+                "a run to probe is a pass from an empty cache (Decoder::forward), whose tokens \
+                 are all its keys; a KV-cached continuation's keys reach back past its tokens",
+            ));
+        }
         let e = self.embed.ncols();
         let mut parts: Vec<Part> = vec![
             ("embeddings".to_string(), run.embedded.dim(), (tokens, e)),
@@ -282,6 +349,47 @@ impl Decoder {
         let rule = "a run to probe is the decoder's forward over as many tokens as the clean run, \
                     every token's logits kept";
         check_parts(name, "the decoder", parts, rule)
+    }
+}
+
+/// The run made of `clean` and `rows`, the pass over `clean`'s rows from `from` on through the
+/// blocks from `start` on ([`Decoder::resume`]): `clean`'s blocks below `start`, with the
+/// stream entering `start` (the last of them's output, or the embeddings) as `rows` left it
+/// from row `from` on; above, each intermediate's rows before `from` are `clean`'s, the rest
+/// `rows`'. `clean`'s own patches are kept where its rows are.
+fn splice(clean: &DecoderOutput, rows: DecoderOutput, start: usize, from: usize) -> DecoderOutput {
+    let stack = |top: &Array2<f64>, below: Array2<f64>| match from {
+        0 => below,
+        _ => concatenate![Axis(0), top.slice(s![..from, ..]), below],
+    };
+    let mut embedded = clean.embedded.clone();
+    let mut blocks = clean.blocks[..start].to_vec();
+    let entering = blocks.last_mut().map_or(&mut embedded, |b| &mut b.output);
+    entering.slice_mut(s![from.., ..]).assign(&rows.embedded);
+    for (top, below) in clean.blocks[start..].iter().zip(rows.blocks) {
+        let (a, b) = (&top.attention, below.attention);
+        let weights = a.weights.iter().zip(b.weights);
+        blocks.push(BlockOutput {
+            attention: GroupedOutput {
+                q: stack(&a.q, b.q),
+                weights: weights.map(|(top, below)| stack(top, below)).collect(),
+                z: stack(&a.z, b.z),
+                output: stack(&a.output, b.output),
+            },
+            hidden: stack(&top.hidden, below.hidden),
+            output: stack(&top.output, below.output),
+        });
+    }
+    let kept = clean
+        .patches
+        .iter()
+        .filter(|p| p.layer <= start || p.position < from);
+    DecoderOutput {
+        embedded,
+        blocks,
+        hidden: stack(&clean.hidden, rows.hidden),
+        logits: stack(&clean.logits, rows.logits),
+        patches: kept.cloned().chain(rows.patches).collect(),
     }
 }
 
@@ -306,8 +414,8 @@ impl<'a> From<&'a DecoderOutput> for Source<'a> {
 }
 
 impl Edits for Edited<'_, DecoderOutput> {
-    fn residual(&self, layer: usize, x: &mut Array2<f64>) {
-        Edited::residual(self, layer, x);
+    fn residual(&self, layer: usize, x: &mut Array2<f64>) -> Vec<(usize, Array1<f64>)> {
+        Edited::residual(self, layer, x)
     }
 
     fn z(&self, layer: usize, z: &mut Array2<f64>) {

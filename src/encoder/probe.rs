@@ -72,7 +72,8 @@ impl Encoder {
     }
 
     /// As [`Encoder::intervene`], for a clean run of a padded row ([`Encoder::forward_padded`]
-    /// with `padded`): the layers recomputed attend to no \[PAD\] token either.
+    /// with `padded`): the layers recomputed attend to no \[PAD\] token either, and mean
+    /// ablation takes its means over the real tokens only.
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -117,7 +118,8 @@ impl Encoder {
         let columns = self.layers.iter().map(|l| columns(&head_widths(l)));
         let edits = Edited::new(intervention, clean, columns.collect(), |name, run| {
             self.check_run(name, run, tokens)
-        })?;
+        })?
+        .padded(padded);
         let Some(start) = edits.first_layer() else {
             return Ok(clean.clone());
         };
