@@ -4,6 +4,9 @@
 
 use std::cell::RefCell;
 
+use attention_lab::check::step::{
+    Step, CONCAT, DK, DQ, DSCORES, DV, DWEIGHTS, OUTPUT, SCORES, WEIGHTS,
+};
 use attention_lab::check::{seed_for, Checked, Checker, Mistake, Outcome, DEFAULT_SEED};
 use ndarray::{concatenate, Array2, Axis};
 
@@ -13,13 +16,9 @@ type M = Array2<f64>;
 /// classifier); `None` for the right function.
 type Plant = Option<Mistake>;
 
-#[cfg(feature = "learn")]
 const V_DZ_T: Mistake = Mistake::Transposed("V dZ^T instead of dZ V^T");
-#[cfg(feature = "learn")]
 const DS_T_K: Mistake = Mistake::Transposed("dS^T K instead of dS K");
-#[cfg(feature = "learn")]
 const DS_Q: Mistake = Mistake::Transposed("dS Q instead of dS^T Q");
-#[cfg(feature = "learn")]
 const A_DZ: Mistake = Mistake::Transposed("A dZ instead of A^T dZ");
 
 /// The forward pass's mistakes that the attention, head and multi-head checks name.
@@ -30,6 +29,23 @@ const FORWARD: [Mistake; 6] = [
     Mistake::KQTransposed,
     Mistake::SoftmaxColumns,
     Mistake::NaiveSoftmax,
+];
+
+/// The mistakes only the multi-head check names.
+const MULTI_HEAD: [Mistake; 3] = [
+    Mistake::HeadOrder,
+    Mistake::NoOutputProjection,
+    Mistake::WoWrongSide,
+];
+
+/// The backward pass's mistakes that the attention-backward check names.
+const BACKWARD: [Mistake; 6] = [
+    Mistake::JacobianDiagonalOnly,
+    Mistake::BackwardNoSqrtDk,
+    V_DZ_T,
+    DS_T_K,
+    DS_Q,
+    A_DZ,
 ];
 
 /// Seeds of several students, the default one among them.
@@ -95,7 +111,6 @@ fn multi_head(p: Plant, x: &M, wq: &[M], wk: &[M], wv: &[M], wo: &M) -> M {
     }
 }
 
-#[cfg(feature = "learn")]
 fn softmax_backward(p: Plant, a: &M, da: &M) -> M {
     if p == Some(Mistake::JacobianDiagonalOnly) {
         return a * da;
@@ -104,7 +119,6 @@ fn softmax_backward(p: Plant, a: &M, da: &M) -> M {
     a * &(da - &rowsum)
 }
 
-#[cfg(feature = "learn")]
 fn attention_backward(p: Plant, q: &M, k: &M, v: &M, dz: &M) -> (M, M, M) {
     let a = weights(p, q, k);
     let da = if p == Some(V_DZ_T) {
@@ -149,12 +163,10 @@ fn check_multi_head(c: &Checker, plant: Plant) -> Checked {
     c.multi_head(|x: &M, wq: &[M], wk: &[M], wv: &[M], wo: &M| multi_head(plant, x, wq, wk, wv, wo))
 }
 
-#[cfg(feature = "learn")]
 fn check_softmax_backward(c: &Checker, plant: Plant) -> Checked {
     c.softmax_backward(|a: &M, da: &M| softmax_backward(plant, a, da))
 }
 
-#[cfg(feature = "learn")]
 fn check_attention_backward(c: &Checker, plant: Plant) -> Checked {
     c.attention_backward(|q: &M, k: &M, v: &M, dz: &M| attention_backward(plant, q, k, v, dz))
 }
@@ -198,11 +210,7 @@ fn every_forward_mistake_is_named_by_attention_head_and_multi_head() {
 fn the_heads_order_and_w_o_are_named_by_multi_head() {
     for seed in seeds() {
         let c = Checker::new(seed);
-        for named in [
-            Mistake::HeadOrder,
-            Mistake::NoOutputProjection,
-            Mistake::WoWrongSide,
-        ] {
+        for named in MULTI_HEAD {
             let m = check_multi_head(&c, Some(named));
             assert_eq!(m.mistake(), Some(named), "seed {seed}");
         }
@@ -225,7 +233,6 @@ fn the_softmax_check_names_columns_and_the_naive_softmax() {
     }
 }
 
-#[cfg(feature = "learn")]
 #[test]
 fn softmax_backward_names_the_jacobians_diagonal_only() {
     for seed in seeds() {
@@ -239,20 +246,11 @@ fn softmax_backward_names_the_jacobians_diagonal_only() {
     }
 }
 
-#[cfg(feature = "learn")]
 #[test]
 fn attention_backward_names_every_backward_and_forward_mistake() {
-    let backward = [
-        Mistake::JacobianDiagonalOnly,
-        Mistake::BackwardNoSqrtDk,
-        V_DZ_T,
-        DS_T_K,
-        DS_Q,
-        A_DZ,
-    ];
     // The naive softmax is right on inputs that do not overflow, as a backward check's are.
     let forward = FORWARD.into_iter().filter(|&m| m != Mistake::NaiveSoftmax);
-    let planted: Vec<Mistake> = backward.into_iter().chain(forward).collect();
+    let planted: Vec<Mistake> = BACKWARD.into_iter().chain(forward).collect();
     for seed in seeds() {
         let c = Checker::new(seed);
         assert!(check_attention_backward(&c, None).is_right(), "seed {seed}");
@@ -266,6 +264,51 @@ fn attention_backward_names_every_backward_and_forward_mistake() {
         transposed.to_string(),
         "not yet: a product was transposed: A dZ instead of A^T dZ"
     );
+}
+
+/// Every mistake that a check's steps know is planted by a test above: a mistake added to a
+/// step without a learner's function that makes it fails here.
+#[test]
+fn the_planted_mistakes_are_every_mistake_the_checks_can_name() {
+    let same = |steps: &[Step], planted: &[Mistake]| {
+        let mut known: Vec<Mistake> = Vec::new();
+        for &(m, _) in steps.iter().flat_map(|s| s.mistakes) {
+            if m != Mistake::ForgotMask && !known.contains(&m) {
+                known.push(m);
+            }
+        }
+        assert_eq!(known.len(), planted.len(), "{known:?}");
+        assert!(known.iter().all(|m| planted.contains(m)), "{known:?}");
+    };
+    // attention, head (its projections and A V know no mistake) and softmax
+    same(&[SCORES, WEIGHTS], &FORWARD);
+    same(&[CONCAT, OUTPUT], &MULTI_HEAD);
+    same(&[DWEIGHTS, DSCORES, DQ, DK, DV], &BACKWARD);
+    // The mask is forgotten only on a masked sheet: a check's scores have none to forget.
+    let (forgot, redo) = SCORES.mistakes[4];
+    assert_eq!(forgot, Mistake::ForgotMask);
+    let q = Array2::eye(2);
+    assert_eq!(redo(&[&q, &q], &q), None);
+}
+
+/// The library's own backward passes (feature `learn`) are right by the checks.
+#[cfg(feature = "learn")]
+#[test]
+fn the_librarys_backward_passes_are_right() {
+    use attention_lab::prelude::{attention_backward, scaled_dot_product_attention, Attend};
+    for seed in seeds() {
+        let c = Checker::new(seed);
+        let softmax = c.softmax_backward(|a: &M, da: &M| {
+            attention_lab::prelude::softmax_backward(a, da).unwrap()
+        });
+        assert!(softmax.is_right(), "{softmax}");
+        let attention = c.attention_backward(|q: &M, k: &M, v: &M, dz: &M| {
+            let out = scaled_dot_product_attention(q, k, v, &Attend::new()).unwrap();
+            let g = attention_backward(q, k, v, &out, dz).unwrap();
+            (g.dq, g.dk, g.dv)
+        });
+        assert!(attention.is_right(), "{attention}");
+    }
 }
 
 #[test]

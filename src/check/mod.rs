@@ -8,7 +8,9 @@
 //! answer is wrong when any number of it is off by more than `1e-8`; the check then redoes
 //! the whole pass with one mistake at a time (wherever a step knows it, the other steps
 //! right) and names the first that gives the learner's answer on every input. A function
-//! that panics, or returns a matrix of another shape, gets a line that says so.
+//! that panics, or returns a matrix of another shape, gets a line that says so. Every check,
+//! the backward ones too, works without the feature `learn`: the hub's kernel loads the
+//! library without it, and its assignments call these checks.
 //!
 //! The inputs differ for each student: they are drawn from [`student_seed`], a hash of the
 //! hub's `JUPYTERHUB_USER` ([`DEFAULT_SEED`] without one), so one student gets the same
@@ -45,9 +47,9 @@ pub use inputs::{seed_for, student_seed, DEFAULT_SEED};
 pub use mistake::Mistake;
 
 use inputs::Draw;
-use step::{close, Step, CONCAT, OUTPUT, PROJECTION, SCORES, WEIGHTS, Z};
-#[cfg(feature = "learn")]
-use step::{DK, DQ, DSCORES, DV, DWEIGHTS};
+use step::{
+    close, Step, CONCAT, DK, DQ, DSCORES, DV, DWEIGHTS, OUTPUT, PROJECTION, SCORES, WEIGHTS, Z,
+};
 
 type M = Array2<f64>;
 
@@ -361,14 +363,12 @@ impl Checker {
 
     /// Checks softmax's backward pass `f(weights, dweights) -> dscores`, `dscores = weights *
     /// (dweights - rowsum(weights * dweights))`. Names the Jacobian's diagonal only.
-    /// Feature `learn`.
     ///
     /// ```
     /// use attention_lab::prelude::*;
     /// let result = check::Checker::new(5).softmax_backward(|a: &Array2<f64>, da: &Array2<f64>| a * da);
     /// assert_eq!(result.mistake(), Some(check::Mistake::JacobianDiagonalOnly));
     /// ```
-    #[cfg(feature = "learn")]
     pub fn softmax_backward(&self, f: impl Fn(&M, &M) -> M) -> Checked {
         let mut draw = Draw::new(self.seed);
         let inputs: Vec<Vec<M>> = [(3, 3), (4, 5), (2, 4)]
@@ -385,20 +385,19 @@ impl Checker {
     /// sqrt(d_k)`, `dk = dscores^T q / sqrt(d_k)`, `dv = weights^T dz`. Names the mistakes
     /// of [`Checker::attention`] in the forward pass, and in the backward pass the
     /// Jacobian's diagonal only, the `1/sqrt(d_k)` forgotten and each transposed product.
-    /// Feature `learn`.
     ///
     /// ```
     /// use attention_lab::prelude::*;
     /// let result = check::Checker::new(5).attention_backward(
     ///     |q: &Array2<f64>, k: &Array2<f64>, v: &Array2<f64>, dz: &Array2<f64>| {
-    ///         let out = scaled_dot_product_attention(q, k, v, &Attend::new()).unwrap();
-    ///         let g = attention_backward(q, k, v, &out, dz).unwrap();
-    ///         (g.dq, g.dk, g.dv)
+    ///         let scale = (k.ncols() as f64).sqrt();
+    ///         let weights = softmax(&(q.dot(&k.t()) / scale));
+    ///         let dscores = &weights * &dz.dot(&v.t()); // the Jacobian's diagonal only
+    ///         (dscores.dot(k) / scale, dscores.t().dot(q) / scale, weights.t().dot(dz))
     ///     },
     /// );
-    /// assert!(result.is_right());
+    /// assert_eq!(result.mistake(), Some(check::Mistake::JacobianDiagonalOnly));
     /// ```
-    #[cfg(feature = "learn")]
     pub fn attention_backward(&self, f: impl Fn(&M, &M, &M, &M) -> (M, M, M)) -> Checked {
         let mut draw = Draw::new(self.seed);
         // Tokens = d_k, so that every transposed product runs and is named.
@@ -460,19 +459,21 @@ pub fn multi_head(f: impl Fn(&M, &[M], &[M], &[M], &M) -> M) -> Checked {
     Checker::for_student().multi_head(f)
 }
 
-/// [`Checker::softmax_backward`] with this student's inputs. Feature `learn`.
+/// [`Checker::softmax_backward`] with this student's inputs.
 ///
 /// ```
 /// use attention_lab::prelude::*;
-/// let result = check::softmax_backward(|a: &Array2<f64>, da: &Array2<f64>| softmax_backward(a, da).unwrap());
+/// let result = check::softmax_backward(|a: &Array2<f64>, da: &Array2<f64>| {
+///     let rowsum = (a * da).sum_axis(Axis(1)).insert_axis(Axis(1));
+///     a * &(da - &rowsum)
+/// });
 /// assert!(result.is_right());
 /// ```
-#[cfg(feature = "learn")]
 pub fn softmax_backward(f: impl Fn(&M, &M) -> M) -> Checked {
     Checker::for_student().softmax_backward(f)
 }
 
-/// [`Checker::attention_backward`] with this student's inputs. Feature `learn`.
+/// [`Checker::attention_backward`] with this student's inputs.
 ///
 /// ```
 /// use attention_lab::prelude::*;
@@ -481,7 +482,6 @@ pub fn softmax_backward(f: impl Fn(&M, &M) -> M) -> Checked {
 /// });
 /// assert!(!result.is_right());
 /// ```
-#[cfg(feature = "learn")]
 pub fn attention_backward(f: impl Fn(&M, &M, &M, &M) -> (M, M, M)) -> Checked {
     Checker::for_student().attention_backward(f)
 }
@@ -543,7 +543,6 @@ const MULTI_HEAD: Exercise = Exercise {
     },
 };
 
-#[cfg(feature = "learn")]
 const SOFTMAX_BACKWARD: Exercise = Exercise {
     what: "softmax backward",
     outputs: &["dscores"],
@@ -551,7 +550,6 @@ const SOFTMAX_BACKWARD: Exercise = Exercise {
     pass: |m, i, answer| Some(vec![DSCORES.done(m, &[&i[0], &i[1]], hint(answer))?]),
 };
 
-#[cfg(feature = "learn")]
 const ATTENTION_BACKWARD: Exercise = Exercise {
     what: "attention backward",
     outputs: &["dq", "dk", "dv"],

@@ -332,10 +332,9 @@ pub const DWEIGHTS: Step = Step {
     })],
 };
 
-/// Backward: softmax's `dL/dS = A * (dA - rowsum(A * dA))` ([`softmax_backward`]); inputs
-/// A, dA. Mistake: the Jacobian's diagonal only, `A * dA`. Feature `learn`.
-///
-/// [`softmax_backward`]: crate::grad::softmax_backward
+/// Backward: softmax's `dL/dS = A * (dA - rowsum(A * dA))`; inputs A, dA. Mistake: the
+/// Jacobian's diagonal only, `A * dA`. Computed here rather than by `grad::softmax_backward`
+/// (feature `learn`), so that the checks work in a kernel that loaded the library without it.
 ///
 /// ```
 /// use attention_lab::check::step::DSCORES;
@@ -343,9 +342,13 @@ pub const DWEIGHTS: Step = Step {
 /// let da = ndarray::array![[1.0, 0.0]];
 /// assert_eq!((DSCORES.right)(&[&a, &da]), Some(ndarray::array![[0.25, -0.25]]));
 /// ```
-#[cfg(feature = "learn")]
 pub const DSCORES: Step = Step {
-    right: |i| crate::grad::softmax_backward(i[0], i[1]).ok(),
+    right: |i| {
+        (i[0].dim() == i[1].dim()).then(|| {
+            let rowsum = (i[0] * i[1]).sum_axis(Axis(1)).insert_axis(Axis(1));
+            i[0] * &(i[1] - &rowsum)
+        })
+    },
     mistakes: &[(Mistake::JacobianDiagonalOnly, |i, _| {
         (i[0].dim() == i[1].dim()).then(|| i[0] * i[1])
     })],
