@@ -464,6 +464,7 @@ mod tests {
         // SAFETY: umask has no preconditions; restored below.
         let old = unsafe { libc::umask(0o000) };
         let saved = store.save(&key, &entry(&key, b"lib"));
+        // SAFETY: as above; this puts back the mask the test found.
         unsafe { libc::umask(old) };
         saved.unwrap();
         for path in [

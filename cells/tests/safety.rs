@@ -4,6 +4,10 @@
 //!
 //! Some cases need root (to plant a file as another user, or to mount a small or read-only
 //! file system); without it they are checked through modes alone and say so.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 mod common;
 

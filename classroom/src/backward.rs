@@ -213,6 +213,10 @@ fn d(name: &str) -> String {
 /// assert!(all.iter().any(|s| s.of == Of::Wq && s.tex.contains("W_Q^{(1)}")));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[allow(
+    clippy::too_many_lines,
+    reason = "one step per line of the backward pass, in the derivation's order: the list is the table"
+)]
 pub fn steps(g: &Gradients, has_bo: bool) -> Vec<GradStep<'_>> {
     let grad = &g.grad;
     let mut raw: Vec<(Group, Of, String, String, ArrayViewD<'_, f64>)> = Vec::new();

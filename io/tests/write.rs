@@ -1,6 +1,9 @@
 //! The writer's cases: a replaced file keeps its mode and its symlink, refusals leave the
 //! target alone, a failed write leaves the old file intact and no temporary file behind.
-
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 #![cfg(unix)]
 
 use std::fs;

@@ -7,6 +7,7 @@
 //! `cargo bench -p attention-lab-model --bench encode`; `scripts/bench_model.py` times the
 //! same passes (examples/encode_forward.rs) beside PyTorch in float64 on the same ids. Needs the installed model ($ATTENTION_LAB_MODEL or
 //! the lab's venv); without it the bench says so and measures nothing.
+#![allow(missing_docs, reason = "criterion_group! writes a pub fn without docs")]
 
 use std::time::Duration;
 

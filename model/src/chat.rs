@@ -378,6 +378,10 @@ impl ChatTokenizer {
     /// the pre-tokenizer is not a known one, there are no tokens, `token_type` is not one per
     /// token, a merge is not two tokens of the vocabulary whose join is one too, or a special
     /// token id is not a token.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "builds the tokenizer in the order transformers builds it (vocabulary, merges, special tokens); each step depends on the last"
+    )]
     pub fn from_vocab(vocab: GgufVocab, path: &Path) -> Result<ChatTokenizer, ModelError> {
         let fail = |problem: String| ModelError::content(path, problem);
         if vocab.model != BYTE_LEVEL_MODEL {

@@ -163,6 +163,10 @@ impl Llama {
         Llama::read(path, false)
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "reads each of the file's tensors into its place in the decoder, one per line, checked as read"
+    )]
     fn read(path: &Path, reorder: bool) -> Result<Llama, ModelError> {
         let file = Gguf::open(path)?;
         let config = LlamaConfig::read(&file)?;

@@ -443,11 +443,13 @@ mod avx2 {
         let blocks = row.len() / bytes;
         assert!(x.len() >= blocks * 32, "x is shorter than the row");
         for i in 0..blocks {
-            // SAFETY (the loads): block `i` lies in `row` (`blocks` whole ones) and its 32
-            // values of `x` in `x` (asserted above).
+            // SAFETY: block `i` lies in `row` (`blocks` whole ones) and its 32 values of `x`
+            // in `x` (asserted above), so both offsets stay inside their slices.
             let (b, x) = unsafe { (row.as_ptr().add(i * bytes), x.as_ptr().add(i * 32)) };
             // The eight groups of eight weights, as f32.
             let groups: [__m256; 4] = match kind {
+                // SAFETY: a Q4_1 block is 20 bytes from `b` (2 + 2 scale bytes, 16 of nibbles),
+                // all inside `row`; the intrinsics need AVX2 and F16C, which the caller has.
                 BlockType::Q4_1 => unsafe {
                     let dm = _mm_cvtph_ps(_mm_cvtsi32_si128(b.cast::<i32>().read_unaligned()));
                     let d = _mm256_broadcastss_ps(dm);
@@ -467,6 +469,8 @@ mod avx2 {
                         weights(_mm_srli_si128::<8>(hi)),
                     ]
                 },
+                // SAFETY: a Q8_0 block is 34 bytes from `b` (a 2-byte scale, then 32 bytes
+                // read 8 at a time), all inside `row`; AVX2 and F16C as above.
                 BlockType::Q8_0 => unsafe {
                     let half = _mm_cvtsi32_si128(i32::from(b.cast::<u16>().read_unaligned()));
                     let d = _mm256_broadcastss_ps(_mm_cvtph_ps(half));
@@ -479,6 +483,8 @@ mod avx2 {
                 _ => unreachable!("only Q4_1 and Q8_0 come here"),
             };
             for (g, w) in groups.into_iter().enumerate() {
+                // SAFETY: group `g` reads x[8g..8g + 8] of this block's 32 values, inside `x`;
+                // AVX2 and FMA as above.
                 unsafe {
                     let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(w));
                     let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(w));

@@ -5,6 +5,10 @@
 //! the repository, so that test reads it from $ATTENTION_LAB_SMOLLM (the path of the .gguf)
 //! and says it skipped without it. Its golden, tests/data/smollm/tokenizer.json, is read from
 //! $ATTENTION_LAB_SMOLLM_GOLDEN instead when that is set.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::path::{Path, PathBuf};
 

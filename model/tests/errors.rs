@@ -1,6 +1,10 @@
 //! The model crate without the real model: a tiny synthetic BERT (tests/common) loads and
 //! encodes as BERT does, and every broken file gives a one-line message naming the file and
 //! the tensor or setting that is wrong.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 mod common;
 

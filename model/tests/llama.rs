@@ -5,6 +5,10 @@
 //!
 //! The model is not in the repository: these tests read it from $ATTENTION_LAB_SMOLLM or the
 //! lab's venv, and say what they skipped when it is not installed (.ci/run installs it).
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -9,6 +9,10 @@
 //! The models are not in the repository: these tests read them from $ATTENTION_LAB_SMOLLM and
 //! $ATTENTION_LAB_MODEL or the lab's venv, and say what they skipped when one is not installed
 //! (.ci/run installs them).
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -427,6 +427,10 @@ impl GenerationView {
     }
 
     /// The picture, and in the notebook the numbers the script needs.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one picture drawn top to bottom (tokens, strips, legend), each part placed by the running y of the last"
+    )]
     pub(crate) fn drawn(&self, interactive: bool) -> Result<Drawn, GenerationError> {
         register_font()?;
         let (layers, heads) = self.steps.dims()?;

@@ -439,6 +439,10 @@ impl HeadView {
     }
 
     /// The picture drawn from `(x0, y0)`: the model view puts it beside its grid.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the two token columns, every head's lines and the legend share one geometry; split, each part would take it all as arguments"
+    )]
     pub(crate) fn scene_at(
         &self,
         interactive: bool,

@@ -85,6 +85,10 @@ impl Figure {
     }
 
     /// Checks the figure and computes its geometry.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "every check of the figure, then the geometry it allows, in the order the drawing reads them"
+    )]
     pub(crate) fn layout(&self) -> Result<Layout, PlotError> {
         register_font()?;
         if self.panels.is_empty() {

@@ -303,6 +303,10 @@ impl NextTokenView {
     }
 
     /// The picture, and in the notebook the numbers the script needs.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one picture drawn top to bottom (bars, labels, slider), each part placed by the running y of the last"
+    )]
     pub(crate) fn drawn(&self, interactive: bool) -> Result<Drawn, GenerationError> {
         register_font()?;
         let rows = self.probabilities()?;

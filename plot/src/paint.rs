@@ -391,6 +391,10 @@ impl Picture for LinePlot {
         self.png_scale
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the line plot's layers in painting order (grid, series, frame, ticks), one drawing area"
+    )]
     fn paint<DB: DrawingBackend>(
         &self,
         lay: &LinesLayout,

@@ -3,6 +3,10 @@
 //! slider setting; the generation view carries every weight within its documented rounding,
 //! wraps its text to its width and stays under a megabyte for the lesson's case; bad input is
 //! a typed error; nothing comes from the network.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab::prelude::*;
 use attention_lab_plot::*;
@@ -639,6 +643,10 @@ fn the_text_grows_step_by_step_and_a_newline_ends_a_line() {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of bad inputs, one short paragraph each"
+)]
 fn bad_input_is_a_typed_error_that_says_what() {
     let good = generation(3, 2, 2, 2, 16);
     let msg = |s: &GenerationSteps| generation_view(s).to_svg().unwrap_err();

@@ -1,5 +1,9 @@
 //! Line plots: the SVG's lines, their points, ticks, legend and labels; PNG size and colours;
 //! error messages.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab::prelude::*;
 use attention_lab_plot::*;

@@ -1,5 +1,9 @@
 //! Attention pictures: SVG structure (cells, labels, values, colour bar), PNG size and content,
 //! and error messages.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::path::Path;
 

@@ -1,6 +1,10 @@
 //! The interactive views, read back as XML: one line a pair and head with the weight as its
 //! opacity, masked pairs absent, tokens as text (never markup), selections in the exported
 //! files, PNGs in the same colours, and the errors.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab::prelude::*;
 use attention_lab_plot::*;

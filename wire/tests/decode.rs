@@ -1,5 +1,9 @@
 //! The wire format against Jupyter's own client (tests/data/messages.json, written by
 //! scripts/wire_goldens.py with jupyter_client), and what a hostile sender can put on a port.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab_wire::{Key, Message, Session, WireError, DELIMITER};
 use proptest::prelude::*;

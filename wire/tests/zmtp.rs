@@ -1,5 +1,9 @@
 //! The kernel's sockets against hostile peers on the same machine, at the ZMTP level: each
 //! attack on one connection, then the owner's connection served as before.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab_wire::zmtp::frame::{
     encode_command, encode_message, greeting, ready, ready_data,

@@ -1,7 +1,10 @@
 //! A cell as cargo hands evcxr's to rustc, for the tests: per user a build folder whose
 //! `src/lib.rs` calls a compiled dependency, `dep` (its `VALUE`), through one exported
 //! function, `answer`, which the tests load and call.
-
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 #![allow(dead_code)]
 
 use attention_lab_cells::{invocation::Invocation, store::Store, Cache, How, Outcome};

@@ -37,6 +37,10 @@ fn right(marks: &[Mark], matrix: &str) -> bool {
 ///
 /// # Errors
 /// A backward sheet's submission without `"backward"`, or with another number of heads.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one check per gradient in the order a student works them, each with its classifier; the sequence is the marking scheme"
+)]
 pub(super) fn grade_backward(
     key: &Key,
     solution: &MultiHeadOutput,

@@ -3,6 +3,10 @@
 //! prints, and the LaTeX sheet compiles with pdflatex.
 //!
 //! To refresh the stored sheets after a deliberate change: `UPDATE_GOLDENS=1 cargo test ...`.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 mod tools_common;
 

@@ -1,7 +1,10 @@
 //! Files a user owns, written by `exercise --output` through the one writer (attention-lab-io):
 //! a symlink is written through, a mode is kept, a read-only file, a folder and a name ending
 //! in `/` are refused with one line and status 2, a FIFO is written into.
-
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 #![cfg(unix)]
 
 mod tools_common;

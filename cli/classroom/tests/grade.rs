@@ -2,6 +2,10 @@
 //! with forgetting the mask), a correct submission gets full marks, a class of 30 is generated, answered and graded into the gradebook that
 //! scripts/grade_goldens.py computes with NumPy, and the key graded as answers always gets
 //! full marks.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 mod tools_common;
 

@@ -1,6 +1,10 @@
 //! `attention-lab solve` prints NumPy's worked example byte for byte, writes every
 //! intermediate as JSON equal to NumPy's to 1e-12 (goldens from scripts/cli_goldens.py, also
 //! with masks, cross-attention and biases), and reports bad input in one line.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 mod tools_common;
 

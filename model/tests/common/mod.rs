@@ -3,6 +3,10 @@
 //! tokenizer.json shaped like all-MiniLM-L6-v2's (padding Fixed 128 included), so the model
 //! crate can be tested without the real model.
 #![allow(dead_code)]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::collections::BTreeMap;
 use std::path::Path;
