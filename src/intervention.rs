@@ -269,12 +269,13 @@ impl<'a> Intervention<'a> {
 pub struct Source<'a> {
     // A model's run, known by its type: the models' modules make and read it, so that this
     // module names neither model (each model's module uses this one).
-    run: &'a dyn std::any::Any,
+    // Sync, so that interventions can be shared among threads (`Decoder::intervene_each`).
+    run: &'a (dyn std::any::Any + Send + Sync),
 }
 
 impl<'a> Source<'a> {
     /// A model's run as a source (the models' `From` impls).
-    pub(crate) fn of_run<R: std::any::Any>(run: &'a R) -> Source<'a> {
+    pub(crate) fn of_run<R: std::any::Any + Send + Sync>(run: &'a R) -> Source<'a> {
         Source { run }
     }
 

@@ -6,7 +6,9 @@
 //! - direct logit attribution of a patched or ablated run sums to its logit, and a residual
 //!   patch's difference is a part of its own, not the block's before;
 //! - an encoder's mean ablation on a padded run averages the real tokens only;
-//! - a KV-cached continuation is no clean run or source to intervene on.
+//! - a KV-cached continuation is no clean run or source to intervene on;
+//! - the logit lens at one position is the whole lens's rows there;
+//! - many interventions shared among the cores give each one's run, in order.
 #![cfg(feature = "decoder")]
 
 use attention_lab::decoder::ResidualPatch;
@@ -319,4 +321,59 @@ fn an_encoders_mean_ablation_averages_its_real_tokens_only() {
     // The padded tokens' rows would move the mean: the check can fail.
     let every = z.mean_axis(Axis(0)).unwrap();
     assert!((&every - &mean).iter().any(|x| x.abs() > 1e-6));
+}
+
+#[test]
+fn the_logit_lens_at_a_position_is_the_lens_row_there() {
+    let decoder = decoder(3, 13);
+    let run = decoder.forward(&[5, 3, 0, 8]).unwrap();
+    let lens = decoder.logit_lens(&run).unwrap();
+    for position in 0..4 {
+        let at = decoder.logit_lens_at(&run, position).unwrap();
+        assert_eq!(at.nrows(), lens.len());
+        for (row, whole) in at.rows().into_iter().zip(&lens) {
+            let error = (&row - &whole.row(position))
+                .mapv(f64::abs)
+                .fold(0.0, |a: f64, &b| a.max(b));
+            assert!(error <= TOL, "position {position}: {error:e}");
+        }
+    }
+    let e = decoder.logit_lens_at(&run, 4).unwrap_err().to_string();
+    assert!(e.starts_with("position 4 is out of range"), "{e}");
+}
+
+#[test]
+fn interventions_shared_among_the_cores_give_each_ones_run_in_order() {
+    // Large enough that the runs are shared among the threads.
+    let decoder = decoder(3, 17);
+    let tokens: Vec<usize> = (0..40).map(|i| (i * 7) % 11).collect();
+    let clean = decoder.forward(&tokens).unwrap();
+    let corrupted = decoder
+        .forward(&tokens.iter().map(|t| (t + 1) % 11).collect::<Vec<_>>())
+        .unwrap();
+    // 15 x 18 runs of 40 tokens through 3 blocks of width 6: past parallel's least work.
+    let mut each = Vec::new();
+    for (l, _) in (0..3).flat_map(|l| std::iter::repeat_n(l, 15).map(move |r| (l, r))) {
+        for h in 0..3 {
+            each.push(
+                Intervention::new()
+                    .patch_head_at(l, h, 39)
+                    .source(&corrupted),
+            );
+            each.push(Intervention::new().mean_head(l, h));
+        }
+    }
+    let runs = decoder.intervene_each(&clean, &each, Clone::clone).unwrap();
+    for (probe, run) in each.iter().zip(&runs) {
+        assert_eq!(run, &decoder.intervene(&clean, probe).unwrap(), "{probe:?}");
+    }
+    let bad = [
+        Intervention::new().zero_head(0, 0),
+        Intervention::new().zero_head(5, 0),
+    ];
+    let e = decoder
+        .intervene_each(&clean, &bad, |_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("layer 5 is out of range"), "{e}");
 }

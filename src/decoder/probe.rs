@@ -180,6 +180,47 @@ impl Decoder {
         Ok(splice(clean, rows, start, from))
     }
 
+    /// Many interventions on one clean run, shared among the cores: `read` of each
+    /// intervened run ([`Decoder::intervene`]), in the order given. Only what `read` takes is
+    /// kept, not the runs (270 of a real model's would not fit in a kernel's memory). Each run
+    /// is computed by the same code as `intervene`'s, whichever thread computes it.
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    ///
+    /// let w = Array2::<f64>::eye(4);
+    /// let attention = GroupedAttention::new(w.clone(), w.clone(), w.clone(), w.clone(), 2, 2, Rope::new(2, 10.0)?)?;
+    /// let norm = Norm::Rms(RmsNorm::new(Array1::ones(4), 1e-6)?);
+    /// let block = DecoderBlock::new(norm.clone(), attention, norm.clone(), Mlp::SwiGlu(SwiGlu::new(w.clone(), w.clone(), w)?))?;
+    /// let embed = array![[1.0, 0.0, 2.0, 0.0], [0.0, 1.0, 0.0, -1.0], [1.0, 1.0, 0.5, 0.0]];
+    /// let decoder = Decoder::new(embed, vec![block], norm, LmHead::Tied)?;
+    /// let clean = decoder.forward(&[0, 2, 1])?;
+    /// let each = [Intervention::new().zero_head(0, 0), Intervention::new().zero_head(0, 1)];
+    /// let last = decoder.intervene_each(&clean, &each, |run| run.logits[[2, 0]])?;
+    /// assert_eq!(last[1], decoder.intervene(&clean, &each[1])?.logits[[2, 0]]);
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The first of the interventions' errors, as [`Decoder::intervene`]'s.
+    pub fn intervene_each<T: Send>(
+        &self,
+        clean: &DecoderOutput,
+        interventions: &[Intervention<'_>],
+        read: impl Fn(&DecoderOutput) -> T + Sync,
+    ) -> Result<Vec<T>, AttentionError> {
+        let e = self.embed.ncols();
+        // A run's work: at most every block's products over every token.
+        let work = interventions.len() * clean.embedded.nrows() * self.blocks.len() * e * e;
+        let each = |i: usize| {
+            self.intervene(clean, &interventions[i])
+                .map(|run| read(&run))
+        };
+        crate::parallel::map(interventions.len(), work, each)
+            .into_iter()
+            .collect()
+    }
+
     /// Direct logit attribution of `token`'s logit at `position` in `run`: the part of each
     /// head's output (`z_h W_O`'s rows of head h), each feed-forward half and the embeddings,
     /// each through the final RMS norm with its scale frozen from `run` and the LM head.
@@ -299,6 +340,41 @@ impl Decoder {
             .filter_map(|l| run.residual(l))
             .map(|x| Ok(self.unembed(self.norm.forward(x)?.view())))
             .collect()
+    }
+
+    /// The logit lens at one position: the row of `run`'s residual stream entering each layer
+    /// at `position`, then after the last block, through the final norm and the LM head:
+    /// (layers + 1) x vocab, the last row the run's logits there. [`Decoder::logit_lens`]'s
+    /// rows at `position`, in one product of layers + 1 rows (the LM head is the largest
+    /// product of a small model).
+    ///
+    /// ```
+    /// use attention_lab::prelude::*;
+    /// let decoder = Decoder::new(array![[1.0, 0.0], [0.0, 1.0]], vec![], Norm::Rms(RmsNorm::new(array![1.0, 1.0], 0.0)?), LmHead::Tied)?;
+    /// let run = decoder.forward(&[0, 1])?;
+    /// assert_eq!(decoder.logit_lens_at(&run, 1)?.row(0), run.logits.row(1));
+    /// # Ok::<(), AttentionError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`AttentionError::OutOfRange`] for a position past the run's;
+    /// [`AttentionError::Mismatch`] when `run` is not a full run of this decoder.
+    pub fn logit_lens_at(
+        &self,
+        run: &DecoderOutput,
+        position: usize,
+    ) -> Result<Array2<f64>, AttentionError> {
+        let tokens = run.embedded.nrows();
+        self.check_run("the run", run, tokens)?;
+        check_index("position", position, "positions of the run", tokens)?;
+        let mut x = Array2::zeros((self.blocks.len() + 1, run.embedded.ncols()));
+        for (l, mut row) in x.rows_mut().into_iter().enumerate() {
+            // check_run made sure every stream is there, as wide as the embeddings.
+            if let Some(stream) = run.residual(l) {
+                row.assign(&stream.row(position));
+            }
+        }
+        Ok(self.unembed(self.norm.forward(&x)?.view()))
     }
 
     /// Checks that `run` is a full pass of this decoder over `tokens` tokens: one output a
