@@ -406,43 +406,49 @@ mod avx2 {
 
     // Every operation is inlined into a function compiled with `avx2,fma` (the kernel's
     // entry), where the intrinsics become single instructions.
-    // SAFETY (each block below): an `Avx2` exists only on a CPU with AVX2 and FMA.
     impl Lanes for Avx2 {
         const WIDTH: usize = 4;
         type V = __m256d;
 
         #[inline(always)]
         unsafe fn load(self, p: *const f64) -> __m256d {
+            // SAFETY: the caller promises `p` has a vector's f64s; `self` (Avx2) proves AVX2 and FMA.
             unsafe { _mm256_loadu_pd(p) }
         }
 
         #[inline(always)]
         unsafe fn store(self, p: *mut f64, v: __m256d) {
+            // SAFETY: the caller promises `p` has a vector's f64s; `self` (Avx2) proves AVX2 and FMA.
             unsafe { _mm256_storeu_pd(p, v) }
         }
 
         #[inline(always)]
         fn splat(self, x: f64) -> __m256d {
+            // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.
             unsafe { _mm256_set1_pd(x) }
         }
 
         #[inline(always)]
         fn add(self, a: __m256d, b: __m256d) -> __m256d {
+            // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.
             unsafe { _mm256_add_pd(a, b) }
         }
 
         #[inline(always)]
         fn mul(self, a: __m256d, b: __m256d) -> __m256d {
+            // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.
             unsafe { _mm256_mul_pd(a, b) }
         }
 
         #[inline(always)]
         fn fma(self, a: __m256d, b: __m256d, c: __m256d) -> __m256d {
+            // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.
             unsafe { _mm256_fmadd_pd(a, b, c) }
         }
 
         #[inline(always)]
         fn max(self, a: __m256d, b: __m256d) -> __m256d {
+            // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.
             unsafe {
                 // maxpd gives its second operand when either is NaN: put NaN back.
                 let nan = _mm256_cmp_pd::<_CMP_UNORD_Q>(a, b);
@@ -452,6 +458,7 @@ mod avx2 {
 
         #[inline(always)]
         fn zero_neg_infinity(self, a: __m256d) -> __m256d {
+            // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.
             unsafe {
                 let blocked = _mm256_cmp_pd::<_CMP_EQ_OQ>(a, _mm256_set1_pd(f64::NEG_INFINITY));
                 _mm256_andnot_pd(blocked, a)
@@ -461,16 +468,19 @@ mod avx2 {
         #[inline(always)]
         fn clamp(self, x: __m256d, lo: f64, hi: f64) -> __m256d {
             // The bound first: maxpd and minpd give their second operand when one is NaN.
+            // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.
             unsafe { _mm256_min_pd(_mm256_set1_pd(hi), _mm256_max_pd(_mm256_set1_pd(lo), x)) }
         }
 
         #[inline(always)]
         fn floor(self, x: __m256d) -> __m256d {
+            // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.
             unsafe { _mm256_floor_pd(x) }
         }
 
         #[inline(always)]
         fn all_within(self, x: __m256d, bound: f64) -> bool {
+            // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.
             unsafe {
                 let abs = _mm256_andnot_pd(_mm256_set1_pd(-0.0), x);
                 _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_NLE_UQ>(abs, _mm256_set1_pd(bound))) == 0
@@ -479,6 +489,7 @@ mod avx2 {
 
         #[inline(always)]
         fn scale_by(self, e: __m256d, shifted: __m256d) -> __m256d {
+            // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.
             unsafe {
                 let n = _mm256_slli_epi64::<52>(_mm256_castpd_si256(shifted));
                 _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(e), n))
@@ -509,47 +520,54 @@ mod avx512 {
     /// Every bit set: the NaN that AVX2's compare-and-or leaves, so both paths give the same.
     #[inline(always)]
     fn all_ones() -> __m512d {
+        // SAFETY: called only from `Avx512`'s methods, which hold the token of AVX-512F.
         unsafe { _mm512_castsi512_pd(_mm512_set1_epi64(-1)) }
     }
 
     // As for AVX2: inlined into a function compiled with `avx512f`.
-    // SAFETY (each block below): an `Avx512` exists only on a CPU with AVX-512F.
     impl Lanes for Avx512 {
         const WIDTH: usize = 8;
         type V = __m512d;
 
         #[inline(always)]
         unsafe fn load(self, p: *const f64) -> __m512d {
+            // SAFETY: the caller promises `p` has a vector's f64s; `self` (Avx512) proves AVX-512F.
             unsafe { _mm512_loadu_pd(p) }
         }
 
         #[inline(always)]
         unsafe fn store(self, p: *mut f64, v: __m512d) {
+            // SAFETY: the caller promises `p` has a vector's f64s; `self` (Avx512) proves AVX-512F.
             unsafe { _mm512_storeu_pd(p, v) }
         }
 
         #[inline(always)]
         fn splat(self, x: f64) -> __m512d {
+            // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.
             unsafe { _mm512_set1_pd(x) }
         }
 
         #[inline(always)]
         fn add(self, a: __m512d, b: __m512d) -> __m512d {
+            // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.
             unsafe { _mm512_add_pd(a, b) }
         }
 
         #[inline(always)]
         fn mul(self, a: __m512d, b: __m512d) -> __m512d {
+            // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.
             unsafe { _mm512_mul_pd(a, b) }
         }
 
         #[inline(always)]
         fn fma(self, a: __m512d, b: __m512d, c: __m512d) -> __m512d {
+            // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.
             unsafe { _mm512_fmadd_pd(a, b, c) }
         }
 
         #[inline(always)]
         fn max(self, a: __m512d, b: __m512d) -> __m512d {
+            // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.
             unsafe {
                 let nan = _mm512_cmp_pd_mask::<_CMP_UNORD_Q>(a, b);
                 _mm512_mask_blend_pd(nan, _mm512_max_pd(a, b), all_ones())
@@ -558,6 +576,7 @@ mod avx512 {
 
         #[inline(always)]
         fn zero_neg_infinity(self, a: __m512d) -> __m512d {
+            // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.
             unsafe {
                 let blocked =
                     _mm512_cmp_pd_mask::<_CMP_EQ_OQ>(a, _mm512_set1_pd(f64::NEG_INFINITY));
@@ -568,16 +587,19 @@ mod avx512 {
         #[inline(always)]
         fn clamp(self, x: __m512d, lo: f64, hi: f64) -> __m512d {
             // The bound first, as for AVX2: NaN stays NaN.
+            // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.
             unsafe { _mm512_min_pd(_mm512_set1_pd(hi), _mm512_max_pd(_mm512_set1_pd(lo), x)) }
         }
 
         #[inline(always)]
         fn floor(self, x: __m512d) -> __m512d {
+            // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.
             unsafe { _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(x) }
         }
 
         #[inline(always)]
         fn all_within(self, x: __m512d, bound: f64) -> bool {
+            // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.
             unsafe {
                 let abs = _mm512_abs_pd(x);
                 _mm512_cmp_pd_mask::<_CMP_NLE_UQ>(abs, _mm512_set1_pd(bound)) == 0
@@ -586,6 +608,7 @@ mod avx512 {
 
         #[inline(always)]
         fn scale_by(self, e: __m512d, shifted: __m512d) -> __m512d {
+            // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.
             unsafe {
                 let n = _mm512_slli_epi64::<52>(_mm512_castpd_si512(shifted));
                 _mm512_castsi512_pd(_mm512_add_epi64(_mm512_castpd_si512(e), n))

@@ -225,6 +225,10 @@ pub enum Cutoff {
 /// Shortest-unique digits, limited to `cutoff_max` digits and extended to `cutoff_min` digits
 /// (counted as `mode` says; `None`: no limit, no extension).
 /// Returns ASCII digits and the decimal exponent of the first digit.
+#[allow(
+    clippy::too_many_lines,
+    reason = "Steele and White's algorithm step by step, as NumPy's dragon4.c writes it, so the two can be read side by side"
+)]
 pub fn dragon4(
     v: Decomposed,
     mode: Cutoff,

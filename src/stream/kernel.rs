@@ -425,9 +425,10 @@ fn online_softmax<S: Lanes>(
         [s.splat(0.0); VECS],
         [s.splat(0.0); VECS],
     );
-    // SAFETY (every load and store below): max and sum hold S::ROWS lanes, p and acc whole
-    // rows of S::ROWS lanes.
+    // max and sum hold S::ROWS lanes, and p and acc whole rows of S::ROWS lanes: each load
+    // and store below reads or writes one vector (lanes WIDTH r.. of S::ROWS) inside them.
     for r in 0..VECS {
+        // SAFETY: lanes WIDTH r.. of max, inside its S::ROWS.
         old[r] = unsafe { s.load(max[S::WIDTH * r..].as_ptr()) };
         new[r] = old[r];
     }
@@ -440,6 +441,7 @@ fn online_softmax<S: Lanes>(
         None => {
             for scores in p.chunks_exact(S::ROWS) {
                 for r in 0..VECS {
+                    // SAFETY: lanes WIDTH r.. of one row of p, inside its S::ROWS.
                     new[r] = s.max(new[r], unsafe { s.load(scores[S::WIDTH * r..].as_ptr()) });
                 }
             }
@@ -453,7 +455,9 @@ fn online_softmax<S: Lanes>(
     for scores in p.chunks_exact_mut(S::ROWS) {
         for r in 0..VECS {
             let at = scores[S::WIDTH * r..].as_mut_ptr();
+            // SAFETY: `at` is lanes WIDTH r.. of one row of p, inside its S::ROWS.
             let e = exp(s, s.add(unsafe { s.load(at) }, shift[r]));
+            // SAFETY: as for the load above.
             unsafe { s.store(at, e) };
             block_sum[r] = s.add(block_sum[r], e);
         }
@@ -461,18 +465,22 @@ fn online_softmax<S: Lanes>(
     let mut rescale = [s.splat(0.0); VECS];
     for r in 0..VECS {
         rescale[r] = exp(s, s.add(old[r], shift[r]));
+        // SAFETY: lanes WIDTH r.. of sum, inside its S::ROWS.
         let l = unsafe { s.load(sum[S::WIDTH * r..].as_ptr()) };
+        // SAFETY: the same lanes of sum.
         unsafe {
             s.store(
                 sum[S::WIDTH * r..].as_mut_ptr(),
                 s.fma(l, rescale[r], block_sum[r]),
             )
         };
+        // SAFETY: lanes WIDTH r.. of max, inside its S::ROWS.
         unsafe { s.store(max[S::WIDTH * r..].as_mut_ptr(), new[r]) };
     }
     for column in acc.chunks_exact_mut(S::ROWS) {
         for r in 0..VECS {
             let at = column[S::WIDTH * r..].as_mut_ptr();
+            // SAFETY: `at` is lanes WIDTH r.. of one column of acc, inside its S::ROWS.
             unsafe { s.store(at, s.mul(s.load(at), rescale[r])) };
         }
     }
