@@ -32,6 +32,16 @@ The logits kept are those of <model>.json's "positions" at its "columns" (null: 
 every logit for the random Llamas; for SmolLM2 (vocabulary 49152) the last position's at the
 1024 columns of model/tests/data/smollm/columns.json and the two names' tokens.
 
+Notebook 010's trained model (AttentionOnly: token and learned position embeddings, two causal
+layers of two heads added to the residual stream, no norm, no MLP, an unembedding), its weights
+in tests/data/probe/attention_only_010/ as `cargo run --release --features learn --example
+trained_010_weights` trains them (the notebook's seeds and steps), is a plain torch module of
+the same math with the same hooks: the pre-hook on each layer's `o` (W_O) and the forward hook
+on the embeddings or layer L - 1; with no final norm, a part of the logit is its vector dotted
+with W_U[:, token], and the lens is the residual stream times W_U. Its clean prompt is the
+notebook's probe (8 tokens of NumPy's RandomState(5), the same 8 again, 8 more); the corrupted
+one is a probe of other tokens at every position (attention_only_010).
+
 The encoders (post-norm BERTs), with the same hooks: the pre-hook on each layer's
 `attention.output.dense` (W_O; its input is the heads' outputs side by side) and the forward
 hook on `embeddings` or encoder layer L - 1 (the residual stream entering layer L, BERT's
@@ -256,16 +266,14 @@ def cases(c, tokens):
     return [{"name": name, "edits": edits} for name, edits in out]
 
 
-def attribution(model, c, acts, position, token):
-    """Direct logit attribution of `token` at `position`, from the hooked activations."""
-    m = model.model
+def attribution(c, wos, direction, acts, position, token):
+    """Direct logit attribution of `token` at `position`, from the hooked activations: each
+    part's vector dotted with `direction` (the logit's gradient with respect to the final
+    residual stream, its norm's scale frozen); `wos`, each layer's W_O as torch stores it
+    (E x heads d: out = z wo^T)."""
     d = c["head_dim"]
-    x = acts["resid"][-1][position]
-    scale = torch.sqrt(x.pow(2).mean() + m.norm.variance_epsilon)
-    direction = m.norm.weight * model.lm_head.weight[token] / scale
     heads = []
-    for layer, z in zip(m.layers, acts["z"]):
-        wo = layer.self_attn.o_proj.weight  # E x heads d: out = z wo^T
+    for wo, z in zip(wos, acts["z"]):
         heads.append([float((z[position, h * d:(h + 1) * d] @ wo[:, h * d:(h + 1) * d].T)
                             @ direction) for h in range(c["heads"])])
     parts = {
@@ -280,26 +288,47 @@ def attribution(model, c, acts, position, token):
     return parts
 
 
-def write_goldens(name, model, c, runs, all_cases, picks, kept, about):
+def llama_attribution(model, c, acts, position, token):
+    """Direct logit attribution in a Llama: through the final RMSNorm, its scale frozen."""
+    m = model.model
+    x = acts["resid"][-1][position]
+    scale = torch.sqrt(x.pow(2).mean() + m.norm.variance_epsilon)
+    direction = m.norm.weight * model.lm_head.weight[token] / scale
+    wos = [layer.self_attn.o_proj.weight for layer in m.layers]
+    return attribution(c, wos, direction, acts, position, token)
+
+
+def llama_probe(model, c):
+    """How write_goldens probes a LlamaForCausalLM: its hook sites, a run of some ids, the
+    logit lens of a residual stream, and the attribution of (acts, position, token)."""
+    return {"sites": llama_sites(model), "run": lambda ids: llama_run(model, ids),
+            "lens": lambda r: model.lm_head(model.model.norm(r)),
+            "attribute": lambda acts, position, token: llama_attribution(model, c, acts,
+                                                                         position, token)}
+
+
+def write_goldens(name, model, c, runs, all_cases, picks, kept, about, probe=None):
     """<name>.json, <name>.logits.npy and <name>.lens.npy for the clean and corrupted prompts
     `runs`: each case's logits and the lens at `kept` = (positions, columns), None for all
-    columns; the attributions of `picks`, (run, position, token)."""
+    columns; the attributions of `picks`, (run, position, token). `probe`: as llama_probe's
+    (the default)."""
     prompt, corrupted_ids = runs
     positions, columns = kept
+    probe = probe or llama_probe(model, c)
 
     def keep(logits):
         rows = logits[positions]
         return rows if columns is None else rows[:, columns]
 
-    sites, run = llama_sites(model), llama_run(model, prompt)
+    sites, run = probe["sites"], probe["run"](prompt)
     with torch.no_grad():
         clean = record(sites, run)
-        corrupted = record(sites, llama_run(model, corrupted_ids))
+        corrupted = record(sites, probe["run"](corrupted_ids))
         acts = {"clean": clean, "corrupted": corrupted}
         logits = torch.stack([keep(run_edited(sites, c, run, case["edits"], clean, corrupted))
                               for case in all_cases])
-        lens = torch.stack([keep(model.lm_head(model.model.norm(r))) for r in clean["resid"]])
-        attributions = [{"run": run, **attribution(model, c, acts[run], position, token)}
+        lens = torch.stack([keep(probe["lens"](r)) for r in clean["resid"]])
+        attributions = [{"run": run, **probe["attribute"](acts[run], position, token)}
                         for run, position, token in picks]
     # The lens's last layer is the model's own logits.
     assert torch.allclose(lens[-1], keep(clean["out"]), rtol=0, atol=1e-12)
@@ -400,6 +429,132 @@ def smollm_goldens():
                   smollm_cases(changed[0], len(prompt)), picks, ([last], columns),
                   {"model": "smollm2", "file": path.name, "texts": SMOLLM_PROMPTS,
                    "names": SMOLLM_NAMES})
+
+
+class Embed(torch.nn.Module):
+    """Token plus learned position embeddings: the residual stream entering layer 0."""
+
+    def __init__(self, embed, pos):
+        super().__init__()
+        self.embed, self.pos = torch.nn.Parameter(embed), torch.nn.Parameter(pos)
+
+    def forward(self, ids):
+        return self.embed[ids] + self.pos[:ids.shape[-1]]
+
+
+class AttentionLayer(torch.nn.Module):
+    """One causal multi-head layer added to the residual stream: each head's columns of
+    x W_Q, x W_K, x W_V, softmax(q k^T / sqrt(d)) v side by side, through `o` (W_O)."""
+
+    def __init__(self, wq, wk, wv, wo, heads):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(*w.shape, bias=False, dtype=w.dtype)
+                                          for w in (wq, wk, wv, wo))
+        with torch.no_grad():
+            for linear, w in zip((self.q, self.k, self.v, self.o), (wq, wk, wv, wo)):
+                linear.weight.copy_(w.T)
+
+    def forward(self, x):
+        n, width = x.shape[-2:]
+        d = width // self.heads
+
+        def per_head(y):  # batch x heads x tokens x d, head h being columns h d .. (h + 1) d
+            return y.view(*y.shape[:-1], self.heads, d).transpose(-3, -2)
+
+        q, k, v = per_head(self.q(x)), per_head(self.k(x)), per_head(self.v(x))
+        scores = q @ k.transpose(-1, -2) / d ** 0.5
+        future = torch.ones(n, n, dtype=torch.bool).triu(1)
+        weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+        z = (weights @ v).transpose(-3, -2).reshape(*x.shape[:-1], width)
+        return x + self.o(z)
+
+
+class AttentionOnlyModel(torch.nn.Module):
+    """Notebook 010's AttentionOnly in torch, from tests/data/probe/attention_only_010/."""
+
+    def __init__(self, folder, c):
+        super().__init__()
+
+        def weight(part):
+            return torch.from_numpy(np.load(folder / f"{part}.npy"))
+
+        self.embedded = Embed(weight("embed"), weight("pos"))
+        self.layers = torch.nn.ModuleList(
+            AttentionLayer(*(weight(f"{l}.{w}") for w in ["wq", "wk", "wv", "wo"]), c["heads"])
+            for l in range(c["layers"]))
+        self.unembed = weight("unembed")  # E x vocab
+
+    def forward(self, ids):
+        x = self.embedded(ids)
+        for layer in self.layers:
+            x = layer(x)
+        return x @ self.unembed
+
+
+def attention_only_goldens(seed):
+    """Notebook 010's trained model (attention_only_010): every head zeroed, mean-ablated and
+    patched, the residual stream patched at layers 0 to 2 at a few positions of each part of
+    the probe, scales, single positions and a mix; the logits at a few positions (the first
+    copy's, the second's, the rest's), every column."""
+    folder = OUT / "attention_only_010"
+    c = json.loads((folder / "config.json").read_text())
+    c["head_dim"] = c["width"] // c["heads"]
+    model = AttentionOnlyModel(folder, c).eval()
+    # The notebook's probe: 8 tokens, the same 8 again, 8 more.
+    rs = np.random.RandomState(5)
+    first, rest = rs.randint(0, c["vocab"], 8).tolist(), rs.randint(0, c["vocab"], 8).tolist()
+    prompt = first + first + rest
+    # Another token at every position, and still a probe (its first 8 repeated).
+    gen = torch.Generator().manual_seed(seed)
+    other = [(t + int(o)) % c["vocab"]
+             for t, o in zip(first + rest, torch.randint(1, c["vocab"], (16,), generator=gen))]
+    corrupted_ids = other[:8] + other[:8] + other[8:]
+    sites = {"wo": [layer.o for layer in model.layers], "mlp": [],
+             "resid": [model.embedded, *model.layers]}
+    probe = {
+        "sites": sites,
+        "run": lambda ids: lambda: model(torch.tensor([ids]))[0],
+        "lens": lambda r: r @ model.unembed,
+        # No final norm: the logit's direction is W_U[:, token] itself.
+        "attribute": lambda acts, position, token: attribution(
+            c, [layer.o.weight for layer in model.layers], model.unembed[:, token], acts,
+            position, token),
+    }
+    out = []
+    for layer in range(c["layers"]):
+        for head in range(c["heads"]):
+            for kind in ["zero", "mean", "patch"]:
+                out.append((f"{kind} L{layer}H{head}",
+                            [{"kind": kind, "layer": layer, "head": head}]))
+    for layer in range(c["layers"] + 1):
+        for position in [0, 7, 8, 12, 15, 16, 23]:
+            out.append((f"residual L{layer} P{position}",
+                        [{"kind": "residual", "layer": layer, "position": position}]))
+    # The induction heads are layer 1's; the previous-token head is L0H1.
+    out += [
+        ("scale by 0.5", [{"kind": "scale", "layer": 1, "head": 0, "factor": 0.5}]),
+        ("scale by -2", [{"kind": "scale", "layer": 0, "head": 1, "factor": -2.0}]),
+        ("patch at one position", [{"kind": "patch", "layer": 1, "head": 1, "position": 12}]),
+        ("mean at one position", [{"kind": "mean", "layer": 0, "head": 1, "position": 9}]),
+        ("zero at one position", [{"kind": "zero", "layer": 1, "head": 0, "position": 15}]),
+        ("mixed", [
+            {"kind": "zero", "layer": 0, "head": 0},
+            {"kind": "patch", "layer": 1, "head": 1},
+            {"kind": "scale", "layer": 1, "head": 1, "factor": 1.5},
+            {"kind": "residual", "layer": 1, "position": 23},
+        ]),
+    ]
+    all_cases = [{"name": name, "edits": edits} for name, edits in out]
+    with torch.no_grad():
+        argmax = model(torch.tensor([prompt, corrupted_ids])).argmax(dim=-1).tolist()
+    # Position 12 of the second copy predicts prompt[13] (the first copy's 6th token).
+    picks = [("clean", 12, prompt[13]), ("clean", 12, (prompt[13] + 1) % c["vocab"]),
+             ("clean", 23, argmax[0][23]), ("corrupted", 12, corrupted_ids[13]),
+             ("corrupted", 5, argmax[1][5])]
+    write_goldens("attention_only_010", model, c, (prompt, corrupted_ids), all_cases, picks,
+                  ([0, 8, 11, 14, 15, 23], None),
+                  {"model": "tests/data/probe/attention_only_010"}, probe)
 
 
 def encoder_goldens(name, model, c, runs, padded, all_cases, rows, about):
@@ -525,6 +680,7 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     random_llama_goldens("llama_gqa", seed=43)
     random_llama_goldens("llama_mqa_tied", seed=44)
+    attention_only_goldens(seed=46)
     smollm_goldens()
     random_bert_goldens(seed=45)
     minilm_goldens()
