@@ -605,9 +605,10 @@ fn engines_agree(from: &Path, test: &str, skip: &[String]) -> usize {
 /// (`attention_lab_io::cache::MODELS`; a notebook that reads two is listed twice). Without
 /// its model a notebook is skipped, and said so; every notebook that loads
 /// attention-lab-model must be listed (`every_notebook_loading_the_model_crate_names_its_model`).
-const MODEL_NOTEBOOKS: [(&str, Packaged); 2] = [
+const MODEL_NOTEBOOKS: [(&str, Packaged); 3] = [
     ("008_attention_in_a_real_model.ipynb", MINILM),
     ("011_a_real_model_writes.ipynb", SMOLLM),
+    ("012_which_heads_matter.ipynb", SMOLLM),
 ];
 
 /// The notebooks of `folder` (of [`MODEL_NOTEBOOKS`]) whose model is missing, each with
