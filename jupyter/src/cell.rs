@@ -2,8 +2,9 @@
 //! code for the kernel ([`crate::kernel`], which publishes them) and replay (which compares
 //! them), below both.
 
-use crate::replay::engine::{first_line, panic_line, push_line, Output, Raised};
+use crate::replay::engine::{first_line, panic_line, push_line, Interrupt, Output, Raised};
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 /// The typed outcome of a cell, mirroring evcxr_jupyter 0.22: each line becomes a stream
 /// message `line + "\n"` (Jupyter merges consecutive messages of one stream), then an
@@ -94,4 +95,12 @@ fn last_line(text: &str) -> String {
         .rfind(|line| !line.is_empty())
         .unwrap_or("")
         .to_owned()
+}
+
+/// Interrupts a cell of evcxr by ending its child `process`, which runs the cells (as evcxr's
+/// own kernel does; the next cell starts a new child). For the kernel and replay alike.
+pub(crate) fn interrupter(process: Arc<Mutex<std::process::Child>>) -> Interrupt {
+    Arc::new(move || {
+        let _ = process.lock().unwrap_or_else(|e| e.into_inner()).kill();
+    })
 }

@@ -153,9 +153,7 @@ fn processes() -> Vec<Process> {
         .collect()
 }
 
-/// The name of the thread the kernel's server starts once evcxr has started (its control
-/// channel's).
-pub const SERVING_THREAD: &str = "alab-serving";
+pub use crate::kernel::server::SERVING_THREAD;
 
 /// Whether the kernel `pid` has started its [`SERVING_THREAD`].
 fn serving(pid: i32) -> bool {

@@ -1,8 +1,10 @@
-//! `attention-lab kernel`: the Rust Jupyter kernel (evcxr's `CommandContext` behind the
-//! project's own protocol side, [`server`]), its kernelspec "Rust (attention-lab)", and the
-//! evcxr settings that make its cells faster.
+//! `attention-lab kernel`: the Rust Jupyter kernel (evcxr's `CommandContext`, [`context`],
+//! behind the project's own protocol side, [`server`]), its kernelspec "Rust (attention-lab)",
+//! and the evcxr settings that make its cells faster.
 
+pub mod context;
 pub mod server;
+pub mod spec;
 
 use attention_lab_io::cache::home;
 pub use attention_lab_io::cache::{cache_dir, CACHE_VAR};
@@ -13,12 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// The kernelspec's folder name: our own, so evcxr's `rust` kernelspec is never touched.
-pub const KERNEL_NAME: &str = "attention-lab-rust";
-/// What Jupyter shows in its launcher.
-pub const DISPLAY_NAME: &str = "Rust (attention-lab)";
-/// The kernelspec's language, as the kernel's `language_info` names it.
-pub const LANGUAGE: &str = "Rust";
+pub use spec::{language_info, notebook_kernelspec, DISPLAY_NAME, KERNEL_NAME, LANGUAGE};
 /// Set by `kernel serve` for the process it becomes; only then does `--control_file` serve.
 const SERVE_MARKER: &str = "ATTENTION_LAB_KERNEL";
 /// Set (to anything) in a hub's kernelspec: each kernel takes the first free shared build
@@ -105,7 +102,7 @@ pub fn serve_if_asked() -> Option<ExitCode> {
     }
     let control_file = PathBuf::from(args.next()?);
     return_freed_memory();
-    Some(match server::serve(&control_file) {
+    Some(match server::serve(&control_file, context::start) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => report(&error),
     })
@@ -195,39 +192,6 @@ pub fn kernelspec(exe: &Path, env: serde_json::Value) -> String {
         "env": env,
     });
     serde_json::to_string_pretty(&spec).expect("a JSON value serializes")
-}
-
-/// The `metadata.kernelspec` that Jupyter writes into a notebook run in this kernel (from the
-/// kernelspec: its folder name, display name and language). The notebooks store it, so that
-/// opening one in `lab` changes nothing; `replay --update` writes it.
-///
-/// ```
-/// let spec = attention_lab_jupyter::kernel::notebook_kernelspec();
-/// assert_eq!(spec["name"], "attention-lab-rust");
-/// ```
-pub fn notebook_kernelspec() -> serde_json::Value {
-    serde_json::json!({
-        "display_name": DISPLAY_NAME,
-        "language": LANGUAGE,
-        "name": KERNEL_NAME,
-    })
-}
-
-/// The `language_info` of the kernel's `kernel_info_reply`, which Jupyter copies into a
-/// notebook's metadata when the kernel starts.
-///
-/// ```
-/// assert_eq!(attention_lab_jupyter::kernel::language_info()["name"], "Rust");
-/// ```
-pub fn language_info() -> serde_json::Value {
-    serde_json::json!({
-        "codemirror_mode": "rust",
-        "file_extension": ".rs",
-        "mimetype": "text/rust",
-        "name": LANGUAGE,
-        "pygment_lexer": "rust",
-        "version": "",
-    })
 }
 
 /// Removes `<jupyter_path>/kernels/attention-lab-rust` if it is ours (its kernel.json names

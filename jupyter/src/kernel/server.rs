@@ -1,5 +1,7 @@
 //! The kernel's Jupyter side: the five sockets of a connection file, the messages of the
-//! messaging protocol, and evcxr's `CommandContext` running the cells.
+//! messaging protocol, busy and idle, the heartbeat and the control channel. The cells run in
+//! an engine behind replay's seam ([`Session`]: run, complete, inspect, interrupt), evcxr's
+//! in the kernel (`kernel::context`), so that the protocol is tested without evcxr.
 //!
 //! Two rules shape it:
 //! - **Nothing a peer sends stops the kernel.** Every message goes through
@@ -13,10 +15,11 @@
 //!   `ATTENTION_LAB_MAX_FRAME_SHELL` (default 256M) for shell, `ATTENTION_LAB_MAX_FRAME`
 //!   (default 1M) for control, stdin, iopub and the heartbeat.
 
+use crate::replay::engine::{Interrupt, Live, Output, Session};
 use attention_lab_io::error::{warn, Result};
 use attention_lab_io::problem;
 use attention_lab_wire::zmtp::{self, Endpoint, Kind, Limits, Socket};
-use attention_lab_wire::{Key, Message, Session};
+use attention_lab_wire::{Key, Message};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -26,6 +29,10 @@ use std::time::Duration;
 const SHELL_CAP: (&str, &str) = ("ATTENTION_LAB_MAX_FRAME_SHELL", "256M");
 /// The other channels' cap: their messages are small.
 const OTHER_CAP: (&str, &str) = ("ATTENTION_LAB_MAX_FRAME", "1M");
+
+/// The name of the thread the kernel's server starts once its engine has started (its control
+/// channel's): the hub's priority watcher (`priority`) waits for it.
+pub const SERVING_THREAD: &str = "alab-serving";
 
 /// The connection file Jupyter writes for a kernel.
 #[derive(Debug, serde::Deserialize)]
@@ -102,10 +109,11 @@ fn frame_cap((variable, default): (&str, &str)) -> Result<u64> {
 /// What every channel's thread shares.
 struct Kernel {
     key: Key,
-    session: Session,
+    session: attention_lab_wire::Session,
     iopub: Socket,
-    /// The request whose cell is running: its outputs are published as its children.
-    running: Mutex<Option<Message>>,
+    /// The request whose cell is running, and its execution count: what the engine passes
+    /// while it runs is published as the request's children.
+    running: Mutex<Option<(Message, u64)>>,
 }
 
 impl Kernel {
@@ -124,6 +132,16 @@ impl Kernel {
 
     fn status(&self, parent: &Message, state: &str) {
         self.publish(parent.reply(&self.session, "status", json!({"execution_state": state})));
+    }
+
+    /// Publishes `output` of the cell that `parent` runs (execution `count`).
+    fn publish_output(&self, parent: &Message, count: u64, output: &Output) {
+        let (kind, content) = output.to_message(count);
+        self.publish(parent.reply(&self.session, kind, content));
+    }
+
+    fn set_running(&self, running: Option<(Message, u64)>) {
+        *self.running.lock().unwrap_or_else(|e| e.into_inner()) = running;
     }
 }
 
@@ -156,11 +174,43 @@ impl Channel {
     }
 }
 
-/// Serves the kernel of `connection_file` until a shutdown request.
+/// Serves the kernel of `connection_file`, its cells run by the engine that `start` makes,
+/// until a shutdown request.
+///
+/// ```no_run
+/// use attention_lab_jupyter::kernel::server::serve;
+/// use attention_lab_jupyter::replay::engine::{CellRun, Session};
+/// /// Runs nothing: every cell gives no output.
+/// struct Nothing;
+/// impl Session for Nothing {
+///     fn run(&mut self, _count: usize, _code: &str) -> CellRun {
+///         CellRun { outputs: Vec::new(), raised: None, seconds: 0.0 }
+///     }
+///     fn lost(&self) -> Option<&str> {
+///         None
+///     }
+///     fn shutdown(self: Box<Self>) {}
+/// }
+/// serve(std::path::Path::new("kernel-1.json"), |_live| Ok(Box::new(Nothing)))?;
+/// # Ok::<(), attention_lab_io::error::Error>(())
+/// ```
 ///
 /// # Errors
-/// An unreadable connection file, a port that cannot be bound, evcxr failing to start.
-pub fn serve(connection_file: &Path) -> Result<()> {
+/// An unreadable connection file, a port that cannot be bound, the engine failing to start.
+pub fn serve(
+    connection_file: &Path,
+    start: impl FnOnce(Live) -> Result<Box<dyn Session>>,
+) -> Result<()> {
+    serve_naming(connection_file, start, SERVING_THREAD)
+}
+
+/// [`serve`], its control thread named `serving` (a test's server must not look like a
+/// kernel to the priority watcher's test in the same process).
+fn serve_naming(
+    connection_file: &Path,
+    start: impl FnOnce(Live) -> Result<Box<dyn Session>>,
+    serving: &str,
+) -> Result<()> {
     let connection = Connection::read(connection_file)?;
     let shell_cap = frame_cap(SHELL_CAP)?;
     let other_cap = frame_cap(OTHER_CAP)?;
@@ -179,26 +229,35 @@ pub fn serve(connection_file: &Path) -> Result<()> {
     let _hb = listen(Kind::Echo, "hb", c.endpoint(c.hb_port), other_cap)?;
     let kernel = Arc::new(Kernel {
         key: Key::new(connection.key.as_bytes()),
-        session: Session::new("kernel"),
+        session: attention_lab_wire::Session::new("kernel"),
         iopub,
         running: Mutex::new(None),
     });
-    let (context, outputs) = evcxr::CommandContext::new().map_err(|e| problem!("evcxr: {e}"))?;
-    let child = context.process_handle();
-    let flush = spawn_outputs(&kernel, outputs);
+    let live: Live = {
+        let kernel = kernel.clone();
+        Arc::new(move |output| {
+            let running = kernel
+                .running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if let Some((parent, count)) = running {
+                kernel.publish_output(&parent, count, &output);
+            }
+        })
+    };
+    let engine = start(live)?;
+    let interrupt = engine.interrupter();
     let mut shell = Shell {
         kernel,
         channel: Channel {
             name: "shell",
             socket: shell,
         },
-        context,
-        flush,
+        engine,
+        interrupt: interrupt.clone(),
         execution_count: 0,
     };
-    if let Err(error) = shell.context.execute(":load_config") {
-        warn(&format!("attention-lab kernel: :load_config: {error}"));
-    }
     {
         let kernel = shell.kernel.clone();
         let channel = Channel {
@@ -207,8 +266,8 @@ pub fn serve(connection_file: &Path) -> Result<()> {
         };
         // Named so that the hub's priority watcher sees that the start is done.
         std::thread::Builder::new()
-            .name(crate::priority::SERVING_THREAD.into())
-            .spawn(move || control_loop(&kernel, channel, child))
+            .name(serving.into())
+            .spawn(move || control_loop(&kernel, channel, &interrupt))
             .map_err(|e| problem!("no thread for control: {e}"))?;
     }
     shell.run();
@@ -227,70 +286,19 @@ fn listen(kind: Kind, name: &str, endpoint: Endpoint, max_frame: u64) -> Result<
         .map_err(|e| problem!("cannot listen on {endpoint} ({name}): {e}"))
 }
 
-/// Asks the output thread to publish every line evcxr has passed on so far.
-type Flush = crossbeam_channel::Sender<crossbeam_channel::Sender<()>>;
-
-/// Publishes the cells' stdout and stderr lines as they come, as `stream` messages under the
-/// running request.
-fn spawn_outputs(kernel: &Arc<Kernel>, outputs: evcxr::EvalContextOutputs) -> Flush {
-    let (flush, flushes) = crossbeam_channel::unbounded::<crossbeam_channel::Sender<()>>();
-    let kernel = kernel.clone();
-    let _ = std::thread::Builder::new()
-        .name("outputs".into())
-        .spawn(move || {
-            let streams = [("stdout", outputs.stdout), ("stderr", outputs.stderr)];
-            let pass = |name: &str, line: String| {
-                let parent = kernel
-                    .running
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone();
-                if let Some(parent) = parent {
-                    let text = json!({"name": name, "text": format!("{line}\n")});
-                    kernel.publish(parent.reply(&kernel.session, "stream", text));
-                }
-            };
-            loop {
-                let mut select = crossbeam_channel::Select::new();
-                for (_, receiver) in &streams {
-                    select.recv(receiver);
-                }
-                let flush_at = select.recv(&flushes);
-                let op = select.select();
-                let index = op.index();
-                if index == flush_at {
-                    let Ok(done) = op.recv(&flushes) else { return };
-                    for (name, receiver) in &streams {
-                        while let Ok(line) = receiver.try_recv() {
-                            pass(name, line);
-                        }
-                    }
-                    let _ = done.send(());
-                    continue;
-                }
-                let (name, receiver) = &streams[index];
-                match op.recv(receiver) {
-                    Ok(line) => pass(name, line),
-                    Err(_) => return,
-                }
-            }
-        });
-    flush
-}
-
 fn kernel_info() -> Value {
     json!({
         "status": "ok",
         "protocol_version": attention_lab_wire::PROTOCOL_VERSION,
         "implementation": "attention-lab",
         "implementation_version": env!("CARGO_PKG_VERSION"),
-        "language_info": super::language_info(),
+        "language_info": super::spec::language_info(),
         "banner": "attention-lab: Rust through evcxr",
         "help_links": [{"text": "Rust std docs", "url": "https://doc.rust-lang.org/stable/std/"}],
     })
 }
 
-fn control_loop(kernel: &Kernel, mut channel: Channel, child: Arc<Mutex<std::process::Child>>) {
+fn control_loop(kernel: &Kernel, mut channel: Channel, interrupt: &Interrupt) {
     loop {
         let request = channel.next(kernel);
         match request.msg_type() {
@@ -299,15 +307,13 @@ fn control_loop(kernel: &Kernel, mut channel: Channel, child: Arc<Mutex<std::pro
                 request.reply(&kernel.session, "kernel_info_reply", kernel_info()),
             ),
             "interrupt_request" => {
-                // evcxr runs cells in its child process: ending it ends the cell (and, as in
-                // evcxr's own kernel, the variables; the next cell starts a new child).
-                let _ = child.lock().unwrap_or_else(|e| e.into_inner()).kill();
+                interrupt();
                 channel.send(
                     kernel,
                     request.reply(&kernel.session, "interrupt_reply", json!({"status": "ok"})),
                 );
             }
-            "shutdown_request" => shut_down(kernel, &mut channel, &request, &child),
+            "shutdown_request" => shut_down(kernel, &mut channel, &request, interrupt),
             other => warn(&format!(
                 "attention-lab kernel: control: no handler for {other:?}"
             )),
@@ -319,7 +325,7 @@ fn shut_down(
     kernel: &Kernel,
     channel: &mut Channel,
     request: &Message,
-    child: &Arc<Mutex<std::process::Child>>,
+    interrupt: &Interrupt,
 ) -> ! {
     let restart = request.content["restart"].as_bool().unwrap_or(false);
     let content = json!({"status": "ok", "restart": restart});
@@ -330,15 +336,16 @@ fn shut_down(
     // The reply is queued for the channel's writer thread, which exit would end unwritten.
     channel.socket.flush(Duration::from_secs(2));
     kernel.iopub.flush(Duration::from_secs(2));
-    let _ = child.lock().unwrap_or_else(|e| e.into_inner()).kill();
+    // No process of the engine (evcxr's child) outlives the kernel.
+    interrupt();
     std::process::exit(0)
 }
 
 struct Shell {
     kernel: Arc<Kernel>,
     channel: Channel,
-    context: evcxr::CommandContext,
-    flush: Flush,
+    engine: Box<dyn Session>,
+    interrupt: Interrupt,
     execution_count: u64,
 }
 
@@ -391,8 +398,7 @@ impl Shell {
                     .publish(request.reply(&self.kernel.session, "comm_close", close));
             }
             "shutdown_request" => {
-                let child = self.context.process_handle();
-                shut_down(&self.kernel, &mut self.channel, request, &child)
+                shut_down(&self.kernel, &mut self.channel, request, &self.interrupt)
             }
             other => warn(&format!(
                 "attention-lab kernel: shell: no handler for {other:?}"
@@ -412,50 +418,41 @@ impl Shell {
             "execute_input",
             json!({"code": code, "execution_count": count}),
         ));
-        *kernel.running.lock().unwrap_or_else(|e| e.into_inner()) = Some(request.clone());
-        let result = self.context.execute(code);
-        // Every line the cell printed goes out before its result and reply.
-        let (done, wait) = crossbeam_channel::bounded(1);
-        if self.flush.send(done).is_ok() {
-            let _ = wait.recv_timeout(Duration::from_secs(5));
-        }
-        // The outputs of the cell's result as replay's evcxr engine records them: one piece of
-        // code for both.
-        let (outputs, _) = crate::cell::outcome(Vec::new(), result);
+        kernel.set_running(Some((request.clone(), count)));
+        // What the engine passed live went out as it came; the run holds the rest.
+        let run = self
+            .engine
+            .run(usize::try_from(count).unwrap_or(usize::MAX), code);
         let mut failed = None;
-        for output in &outputs {
-            let (kind, content) = output.to_message(count);
-            if kind == "error" {
-                failed = Some(content.clone());
+        for output in &run.outputs {
+            if let Output::Error { evalue, traceback } = output {
+                failed = Some((evalue.clone(), traceback.clone()));
             }
-            kernel.publish(request.reply(&kernel.session, kind, content));
+            kernel.publish_output(request, count, output);
         }
+        kernel.set_running(None);
         let reply = match failed {
             None => {
                 json!({"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []})
             }
-            Some(error) => json!({
+            Some((evalue, traceback)) => json!({
                 "status": "error",
                 "execution_count": count,
-                "ename": error["ename"],
-                "evalue": error["evalue"],
-                "traceback": error["traceback"],
+                "ename": "Error",
+                "evalue": evalue,
+                "traceback": traceback,
             }),
         };
-        *kernel.running.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.reply(request, "execute_reply", reply);
     }
 
     fn complete(&mut self, code: &str, cursor: usize) -> Value {
-        let at = byte_offset(code, cursor);
-        match self.context.completions(code, at) {
+        match self.engine.complete(code, cursor) {
             Ok(found) => {
-                let start = char_offset(code, found.start_offset);
-                let end = char_offset(code, found.end_offset);
-                let matches: Vec<&str> =
-                    found.completions.iter().map(|c| c.code.as_str()).collect();
+                let (start, end) = (found.start, found.end);
+                let matches: Vec<&str> = found.items.iter().map(|c| c.code.as_str()).collect();
                 let types: Vec<Value> = found
-                    .completions
+                    .items
                     .iter()
                     .map(|c| json!({"text": c.label, "type": c.kind, "start": start, "end": end}))
                     .collect();
@@ -465,22 +462,14 @@ impl Shell {
                 })
             }
             Err(error) => {
-                json!({"status": "error", "ename": error.to_string(), "evalue": "", "traceback": []})
+                json!({"status": "error", "ename": error, "evalue": "", "traceback": []})
             }
         }
     }
 
     fn inspect(&mut self, code: &str, cursor: usize) -> Value {
-        let found = self
-            .context
-            .hover_at(code, byte_offset(code, cursor))
-            .ok()
-            .filter(|(plain, _)| plain != "No documentation found");
-        match found {
-            Some((plain, html)) => json!({
-                "status": "ok", "found": true,
-                "data": {"text/plain": plain, "text/html": html}, "metadata": {},
-            }),
+        match self.engine.inspect(code, cursor) {
+            Some(data) => json!({"status": "ok", "found": true, "data": data, "metadata": {}}),
             None => json!({"status": "ok", "found": false, "data": {}, "metadata": {}}),
         }
     }
@@ -493,39 +482,8 @@ fn cursor(request: &Message) -> usize {
         .unwrap_or(0)
 }
 
-/// The byte offset of the `cursor`-th character (Jupyter counts cursors in code points),
-/// clamped to the end.
-fn byte_offset(code: &str, cursor: usize) -> usize {
-    code.char_indices()
-        .nth(cursor)
-        .map_or(code.len(), |(i, _)| i)
-}
-
-fn char_offset(code: &str, byte: usize) -> usize {
-    code.get(..byte)
-        .map_or(code.chars().count(), |head| head.chars().count())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_count_code_points() {
-        let code = "é = 1; x";
-        assert_eq!(byte_offset(code, 0), 0);
-        assert_eq!(byte_offset(code, 1), 2);
-        assert_eq!(byte_offset(code, 100), code.len());
-        assert_eq!(char_offset(code, 2), 1);
-    }
-
-    #[test]
-    fn ipc_endpoints_are_named_as_jupyter_names_them() {
-        let connection: Connection = serde_json::from_str(
-            r#"{"transport": "ipc", "ip": "/run/k", "shell_port": 1, "iopub_port": 2,
-                "stdin_port": 3, "control_port": 4, "hb_port": 5, "key": "k"}"#,
-        )
-        .unwrap();
-        assert_eq!(connection.endpoint(4).to_string(), "ipc:///run/k-4");
-    }
-}
+// Unix: the tests' client connects to `ipc` sockets. The path holds whether this file is
+// `kernel/server.rs` or, without evcxr, lib.rs's `#[path]` to it.
+#[cfg(all(test, unix))]
+#[path = "server/tests.rs"]
+mod tests;

@@ -1,15 +1,18 @@
-//! The one seam between the replay loop and the engines that run cells: a notebook's
+//! The one seam between the loops that drive cells and the engines that run them: a
 //! [`Session`] runs one code cell at a time and answers with typed outputs ([`CellRun`]), so
-//! the loop never knows whether evcxr compiled that cell alone or the batch engine compiled
-//! the whole notebook as one program. Outputs stay typed until a notebook is compared or
-//! written; [`Output::to_nbformat`] is the one place that makes nbformat JSON of them.
+//! the replay loop never knows whether evcxr compiled that cell alone or the batch engine
+//! compiled the whole notebook as one program, and the Jupyter kernel's protocol side
+//! ([`crate::kernel::server`]) never knows evcxr at all: it also asks a session to complete,
+//! inspect and interrupt, as ipykernel asks `do_complete`, `do_inspect`. Outputs stay typed
+//! until a notebook is compared or written, or a kernel publishes them;
+//! [`Output::to_nbformat`] and [`Output::to_message`] are the places that make JSON of them.
 
 use super::notebook::split_lines;
 use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Which engine runs a notebook's cells.
@@ -257,7 +260,7 @@ pub struct CellRun {
     pub seconds: f64,
 }
 
-/// One notebook's running engine.
+/// One notebook's (or one kernel's) running engine.
 ///
 /// ```
 /// use attention_lab_jupyter::replay::engine::{CellRun, Output, Session};
@@ -278,8 +281,9 @@ pub struct CellRun {
 /// session.shutdown();
 /// ```
 pub trait Session {
-    /// Runs the code cell at `position` (its index among all the notebook's cells), whose
-    /// source is `code`. Cells come in order; nbval-skip cells never come.
+    /// Runs (executes) the code cell at `position` (its index among all the notebook's cells;
+    /// the kernel, which sees no notebook, passes the execution count), whose source is `code`.
+    /// Cells come in order; nbval-skip cells never come.
     fn run(&mut self, position: usize, code: &str) -> CellRun;
     /// Why no further cell can run, if so.
     fn lost(&self) -> Option<&str>;
@@ -290,6 +294,78 @@ pub trait Session {
     fn libraries(&self) -> Option<Libraries> {
         None
     }
+    /// The completions of `code` at its `cursor`-th character (Jupyter counts code points);
+    /// by default none.
+    ///
+    /// # Errors
+    /// The engine's reason, which the kernel's reply names.
+    fn complete(&mut self, _code: &str, cursor: usize) -> Result<Completions, String> {
+        Ok(Completions {
+            start: cursor,
+            end: cursor,
+            items: Vec::new(),
+        })
+    }
+    /// What is known of the name at the `cursor`-th character of `code`, by MIME type (as
+    /// [`Output::Result`]); `None` (the default) when nothing is.
+    fn inspect(&mut self, _code: &str, _cursor: usize) -> Option<BTreeMap<String, String>> {
+        None
+    }
+    /// Stops the running cell when called, from any thread: Jupyter's interrupt comes on the
+    /// control channel while the shell's thread is in [`Session::run`]. The kernel calls it
+    /// before it exits too, so that no process of the engine outlives it. By default it does
+    /// nothing.
+    fn interrupter(&self) -> Interrupt {
+        Arc::new(|| {})
+    }
+}
+
+/// Stops a session's running cell from another thread ([`Session::interrupter`]).
+pub type Interrupt = Arc<dyn Fn() + Send + Sync>;
+
+/// Where an engine passes a cell's outputs while it runs, for a kernel that publishes each at
+/// once (a cell's lines of stdout while it trains); an engine given one leaves what it
+/// passed out of its [`CellRun`].
+///
+/// ```
+/// use attention_lab_jupyter::replay::engine::{Live, Output};
+/// use std::sync::{Arc, Mutex};
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let keep = seen.clone();
+/// let live: Live = Arc::new(move |output| keep.lock().unwrap().push(output));
+/// live(Output::Stream { stderr: false, text: "epoch 1\n".into() });
+/// assert_eq!(seen.lock().unwrap().len(), 1);
+/// ```
+pub type Live = Arc<dyn Fn(Output) + Send + Sync>;
+
+/// What completing a cell's code finds: candidates for its characters `start..end`
+/// (counted in code points, as Jupyter counts them).
+///
+/// ```
+/// use attention_lab_jupyter::replay::engine::{Completion, Completions};
+/// let item = Completion { code: "len()".into(), label: "len".into(), kind: "method".into() };
+/// let found = Completions { start: 2, end: 4, items: vec![item] };
+/// assert_eq!(found.items[0].code, "len()");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completions {
+    /// The first character that a candidate replaces.
+    pub start: usize,
+    /// The character after the last one it replaces.
+    pub end: usize,
+    /// The candidates, best first.
+    pub items: Vec<Completion>,
+}
+
+/// One completion candidate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// The text that goes into the cell.
+    pub code: String,
+    /// What the menu shows.
+    pub label: String,
+    /// Its kind (function, module, ...), as the engine names it.
+    pub kind: String,
 }
 
 /// How many of a cell's (or a session's) compiled libraries came from the compiled-cell cache
@@ -342,6 +418,8 @@ pub struct KernelOptions {
 }
 
 /// The first non-empty line of `text`, trimmed: an error's headline.
+// Used by the engines, which come with evcxr.
+#[cfg_attr(not(feature = "evcxr"), allow(dead_code))]
 pub(crate) fn first_line(text: &str) -> String {
     text.lines()
         .map(str::trim)
@@ -352,6 +430,8 @@ pub(crate) fn first_line(text: &str) -> String {
 
 /// Rust's panic message: "thread 'main' panicked at ..." (newer toolchains
 /// add the thread id: "thread '<unnamed>' (1234) panicked at ...").
+// Used by the engines, which come with evcxr.
+#[cfg_attr(not(feature = "evcxr"), allow(dead_code))]
 pub(crate) fn panic_line() -> &'static Regex {
     static PANIC: OnceLock<Regex> = OnceLock::new();
     PANIC.get_or_init(|| Regex::new(r"(?m)^thread '[^']*'(?: \(\d+\))? panicked at .*$").unwrap())

@@ -220,6 +220,10 @@ impl Session for Kernel {
         Kernel::shutdown(*self);
     }
 
+    fn interrupter(&self) -> super::engine::Interrupt {
+        crate::cell::interrupter(self.process.clone())
+    }
+
     fn libraries(&self) -> Option<super::engine::Libraries> {
         let trace = attention_lab_cells::Trace::read(self.build.as_ref()?);
         Some(super::engine::Libraries {
