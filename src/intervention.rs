@@ -1,11 +1,12 @@
 //! Interventions on a model's run as TransformerLens makes them, one options value
-//! ([`Intervention`]) for the decoder (`Decoder::intervene`, with the feature `decoder`) and the
-//! encoder (`Encoder::intervene`): zero-ablate, mean-ablate or scale a head's output, patch a
+//! ([`Intervention`]) for the decoder (`Decoder::intervene`, with the feature `decoder`), the
+//! encoder (`Encoder::intervene`) and notebook 010's attention-only model
+//! (`AttentionOnly::intervene`, with the feature `learn`): zero-ablate, mean-ablate or scale a head's output, patch a
 //! head's output or the residual stream at a (layer, position) from another run, and recompute
 //! from the first changed layer only.
 //!
 //! A head's output is its slice of `z` before W_O, the heads' outputs side by side (a
-//! decoder's `z`, an encoder's `concat`): head `h` of a layer is its columns of `z`
+//! decoder's `z`, an encoder's or an attention-only model's `concat`): head `h` of a layer is its columns of `z`
 //! (transformers' `o_proj` or `attention.output.dense` input, split per head). The residual
 //! stream entering layer `l` is the embeddings for `l = 0` and layer `l - 1`'s output after;
 //! `l` = the number of layers is the stream after the last.
@@ -14,7 +15,9 @@ use std::ops::Range;
 
 use ndarray::{s, Array1, Array2, Axis};
 
-#[cfg(feature = "decoder")]
+use crate::heads::{MultiHead, MultiHeadOutput};
+use crate::into::project_to;
+
 use crate::error::{AttentionError, Operand};
 
 /// What an edit does to one head's output `z_h`.
@@ -79,7 +82,8 @@ impl Edit {
 
 /// The changes of one intervened run, and the run patches are taken from: one options value,
 /// as [`Attend`](crate::attend::Attend) is, for the decoder (`Decoder::intervene`, with the
-/// feature `decoder`) and the encoder (`Encoder::intervene`).
+/// feature `decoder`), the encoder (`Encoder::intervene`) and the attention-only model
+/// (`AttentionOnly::intervene`, with the feature `learn`).
 ///
 /// ```
 /// use attention_lab::prelude::*;
@@ -193,7 +197,7 @@ impl<'a> Intervention<'a> {
     }
 
     /// The run patches are taken from (a corrupted prompt's, as long as the clean one): a run
-    /// of the same model, a decoder's or an encoder's ([`Source`]).
+    /// of the same model, a decoder's, an encoder's or an attention-only model's ([`Source`]).
     ///
     /// ```
     /// use attention_lab::prelude::*;
@@ -251,9 +255,9 @@ impl<'a> Intervention<'a> {
 }
 
 /// The run an intervention's patches are taken from ([`Intervention::source`]): a run of the
-/// same kind of model as the clean one (a decoder's `DecoderOutput` or an encoder's
-/// `EncoderOutput`, each turned into a `Source` by `From`), as long as it. Two sources are
-/// equal when they are the same run.
+/// same kind of model as the clean one (a decoder's `DecoderOutput`, an encoder's
+/// `EncoderOutput` or an attention-only model's `AttentionOnlyOutput`, each turned into a
+/// `Source` by `From`), as long as it. Two sources are equal when they are the same run.
 ///
 /// ```
 /// use attention_lab::prelude::*;
@@ -299,14 +303,16 @@ impl std::fmt::Debug for Source<'_> {
 
 /// A run's activations as the edits read them: the residual stream entering each layer and
 /// each layer's heads' outputs side by side (tokens x heads d).
-pub(crate) trait Activations: Sized {
+pub(crate) trait Activations: Sized + std::any::Any {
     /// The residual stream entering `layer` (the stream after the last for the number of
     /// layers); `None` past that.
     fn stream(&self, layer: usize) -> Option<&Array2<f64>>;
     /// The heads' outputs of `layer` side by side, before W_O.
     fn z(&self, layer: usize) -> Option<&Array2<f64>>;
     /// The run a source names, when it is a run of this kind of model.
-    fn of(source: Source<'_>) -> Option<&Self>;
+    fn of(source: Source<'_>) -> Option<&Self> {
+        source.run()
+    }
 }
 
 /// [`OutOfRange`](AttentionError::OutOfRange) when `index` is not below `len`.
@@ -384,7 +390,8 @@ impl<'a, R: Activations> Edited<'a, R> {
             Some(source) => Some(R::of(source).ok_or(AttentionError::NotApplicable {
                 option: "Intervention::source",
                 reason: "a patch takes its values from a run of the same kind of model as the \
-                         clean run (a decoder's for a decoder, an encoder's for an encoder)",
+                         clean run (a decoder's for a decoder, an encoder's for an encoder, an \
+                         attention-only model's for one)",
             })?),
         };
         let tokens = clean.stream(0).map_or(0, Array2::nrows);
@@ -443,6 +450,8 @@ impl<'a, R: Activations> Edited<'a, R> {
 
     /// The first position an edit changes: 0 when one changes every position. Attention
     /// being causal, the rows above it are the clean run's at every layer.
+    // Only the decoder recomputes from a row on (its KV cache holds the rows before).
+    #[cfg_attr(not(feature = "decoder"), allow(dead_code))]
     pub(crate) fn first_row(&self) -> usize {
         let position = |edit: &Edit| match *edit {
             Edit::Head { position, .. } => position.unwrap_or(0),
@@ -453,6 +462,8 @@ impl<'a, R: Activations> Edited<'a, R> {
 
     /// The same edits for a pass over the run's rows from `from` on (at most
     /// [`Edited::first_row`]).
+    // Only the decoder recomputes from a row on (its KV cache holds the rows before).
+    #[cfg_attr(not(feature = "decoder"), allow(dead_code))]
     pub(crate) fn starting_at(self, from: usize) -> Edited<'a, R> {
         Edited { from, ..self }
     }
@@ -535,5 +546,23 @@ impl<'a, R: Activations> Edited<'a, R> {
         let real = |i: &usize| !self.padded.is_some_and(|padded| padded[*i]);
         let rows: Vec<usize> = (0..zh.nrows()).filter(real).collect();
         zh.select(Axis(0), &rows).sum_axis(Axis(0)) / rows.len().max(1) as f64
+    }
+}
+
+/// After an edit of a multi-head layer's `concat` (its heads' outputs side by side, before
+/// W_O): each head's `z` its columns of `concat` again, and the output `concat W_O + b_O`
+/// again.
+// Used by the attention-only model (feature `learn`); the encoder's layer has a copy of its own.
+#[cfg_attr(not(feature = "learn"), allow(dead_code))]
+pub(crate) fn project_edited(attention: &MultiHead, out: &mut MultiHeadOutput) {
+    let mut start = 0;
+    for head in &mut out.heads {
+        let width = head.z.ncols();
+        head.z
+            .assign(&out.concat.slice(s![.., start..start + width]));
+        start += width;
+    }
+    if let (Some(wo), Some(output)) = (attention.wo(), out.output.as_mut()) {
+        project_to(out.concat.view(), wo, attention.bo(), output);
     }
 }

@@ -9,10 +9,10 @@
 //! and patched, every residual (layer, position) patched, scales, single positions and a mix,
 //! padded or not: the last hidden state to 1e-9.
 //!
-//! Notebook 010's trained model (feature `learn`) against the same math in torch with the same
-//! hooks: every head zeroed, mean-ablated and patched, residual patches, scales, single
-//! positions and a mix; attributions and the logit lens, to 1e-9; its weights are what the
-//! notebook trains.
+//! Notebook 010's trained model (feature `learn`), `AttentionOnly`'s probes against the same
+//! math in torch with the same hooks: every head zeroed, mean-ablated and patched, residual
+//! patches, scales, single positions and a mix; attributions and the logit lens, to 1e-9; its
+//! weights are what the notebook trains.
 #![cfg(feature = "decoder")]
 
 mod common;
@@ -290,34 +290,37 @@ fn an_edit_at_layer_l_recomputes_no_layer_below_l() {
     check_reuse(&g, names, (&clean, &corrupted), poison, intervene, theirs);
 }
 
-#[test]
-fn bad_edits_and_foreign_runs_are_errors() {
-    let (decoder, g) = golden("llama_gqa");
-    let prompt = ids(&g["prompt"]);
-    let clean = decoder.forward(&prompt).unwrap();
-    let short = decoder.forward(&prompt[1..]).unwrap();
-    let (layers, tokens) = (decoder.blocks().len(), prompt.len());
-    let heads = decoder.blocks()[0].attention().heads();
-    let width = decoder.embed().ncols();
-    let bad = [
+/// Interventions every model refuses on a run `clean` of `tokens` tokens of a model of
+/// `layers` layers of `heads` heads, with the start of each error: a layer, a head, a position
+/// and a residual stream past the model's or the run's, patches without a source, a factor
+/// that is not finite.
+fn bad_edits(
+    (layers, heads, tokens): (usize, usize, usize),
+    clean: Source<'_>,
+) -> Vec<(Intervention<'_>, String)> {
+    vec![
         (
             Intervention::new().zero_head(layers, 0),
             format!("layer {layers} is out of range"),
         ),
         (
-            Intervention::new().zero_head(0, heads),
+            Intervention::new().mean_head(0, heads),
             format!("head {heads} is out of range"),
         ),
         (
             Intervention::new()
                 .patch_head_at(0, 0, tokens)
-                .source(&clean),
+                .source(clean),
+            format!("position {tokens} is out of range"),
+        ),
+        (
+            Intervention::new().patch_residual(0, tokens).source(clean),
             format!("position {tokens} is out of range"),
         ),
         (
             Intervention::new()
                 .patch_residual(layers + 1, 0)
-                .source(&clean),
+                .source(clean),
             format!("layer {} is out of range", layers + 1),
         ),
         (
@@ -333,14 +336,38 @@ fn bad_edits_and_foreign_runs_are_errors() {
             "factor is NaN".into(),
         ),
         (
-            Intervention::new().patch_residual(0, 0).source(&short),
-            format!("the source run's embeddings is {}x{width}", tokens - 1),
+            Intervention::new().scale_head(0, 0, f64::INFINITY),
+            "factor is inf".into(),
         ),
-    ];
+    ]
+}
+
+/// Checks that `intervene` refuses each of `bad` with an error that starts as its message.
+fn check_refused<R: std::fmt::Debug>(
+    bad: Vec<(Intervention<'_>, String)>,
+    intervene: impl Fn(&Intervention<'_>) -> Result<R, AttentionError>,
+) {
     for (probe, message) in &bad {
-        let e = decoder.intervene(&clean, probe).unwrap_err().to_string();
+        let e = intervene(probe).unwrap_err().to_string();
         assert!(e.starts_with(message.as_str()), "{probe:?}: {e}");
     }
+}
+
+#[test]
+fn bad_edits_and_foreign_runs_are_errors() {
+    let (decoder, g) = golden("llama_gqa");
+    let prompt = ids(&g["prompt"]);
+    let clean = decoder.forward(&prompt).unwrap();
+    let short = decoder.forward(&prompt[1..]).unwrap();
+    let (layers, tokens) = (decoder.blocks().len(), prompt.len());
+    let heads = decoder.blocks()[0].attention().heads();
+    let width = decoder.embed().ncols();
+    let mut bad = bad_edits((layers, heads, tokens), Source::from(&clean));
+    bad.push((
+        Intervention::new().patch_residual(0, 0).source(&short),
+        format!("the source run's embeddings is {}x{width}", tokens - 1),
+    ));
+    check_refused(bad, |probe| decoder.intervene(&clean, probe));
     let e = decoder.attribute(&clean, tokens, 0).unwrap_err();
     assert!(
         e.to_string()
@@ -509,27 +536,8 @@ fn bad_encoder_edits_and_foreign_runs_are_errors() {
     let foreign = decoder.forward(&[0, 1]).unwrap();
     let (layers, tokens) = (encoder.layers().len(), prompt.len());
     let heads = encoder.layers()[0].attention().heads().len();
-    let bad = [
-        (
-            Intervention::new().zero_head(layers, 0),
-            format!("layer {layers} is out of range"),
-        ),
-        (
-            Intervention::new().mean_head(0, heads),
-            format!("head {heads} is out of range"),
-        ),
-        (
-            Intervention::new().patch_residual(0, tokens).source(&clean),
-            format!("position {tokens} is out of range"),
-        ),
-        (
-            Intervention::new().patch_head(0, 0),
-            "Intervention::patch_head does not apply".into(),
-        ),
-        (
-            Intervention::new().scale_head(0, 0, f64::INFINITY),
-            "factor is inf".into(),
-        ),
+    let mut bad = bad_edits((layers, heads, tokens), Source::from(&clean));
+    bad.extend([
         (
             Intervention::new().patch_residual(1, 0).source(&short),
             format!("the source run's embeddings is {}x12", tokens - 1),
@@ -538,11 +546,8 @@ fn bad_encoder_edits_and_foreign_runs_are_errors() {
             Intervention::new().patch_residual(1, 0).source(&foreign),
             "Intervention::source does not apply".into(),
         ),
-    ];
-    for (probe, message) in &bad {
-        let e = encoder.intervene(&clean, probe).unwrap_err().to_string();
-        assert!(e.starts_with(message.as_str()), "{probe:?}: {e}");
-    }
+    ]);
+    check_refused(bad, |probe| encoder.intervene(&clean, probe));
     let e = encoder.intervene_padded(&clean, &[false], &Intervention::new().zero_head(0, 0));
     assert!(e.unwrap_err().to_string().contains("the padding"));
     // The decoder's run of an encoder's is refused as well.
@@ -560,12 +565,8 @@ fn bad_encoder_edits_and_foreign_runs_are_errors() {
 }
 
 /// Notebook 010's trained model (tests/data/probe/attention_only_010/, written by
-/// examples/trained_010_weights.rs) against the same math in torch with the same hooks.
-///
-/// `AttentionOnly` has no `intervene`, `attribute` or `logit_lens` of its own yet: its run is
-/// the library's (`forward`, each layer's `MultiHead` and `concat`), and the edits (the
-/// library's `Edit`s) are applied here to `concat` before W_O and to the residual stream, as
-/// `Decoder::intervene` applies them.
+/// examples/trained_010_weights.rs) against the same math in torch with the same hooks:
+/// `AttentionOnly::intervene`, `attribute` and `logit_lens`.
 #[cfg(feature = "learn")]
 mod attention_only_010 {
     use super::*;
@@ -592,106 +593,153 @@ mod attention_only_010 {
         (model, g)
     }
 
-    /// The run of `clean`'s tokens with `edits`, every layer recomputed: the logits.
-    fn intervene(
-        model: &AttentionOnly,
-        (clean, source): (&AttentionOnlyOutput, &AttentionOnlyOutput),
-        edits: &[Edit],
-    ) -> Array2<f64> {
-        let d = model.embed.ncols() / model.heads();
-        let layers = model.layers.len();
-        let mut x = clean.residual[0].clone();
-        for l in 0..=layers {
-            for edit in edits {
-                if let Edit::Residual { layer, position } = *edit {
-                    if layer == l {
-                        x.row_mut(position)
-                            .assign(&source.residual[l].row(position));
-                    }
-                }
-            }
-            let Some([.., wo]) = model.layers.get(l) else {
-                break;
-            };
-            let attend = Attend::new().causal();
-            let mut z = model.layer(l).unwrap().forward(&x, &attend).unwrap().concat;
-            for edit in edits {
-                let Edit::Head {
-                    layer,
-                    head,
-                    edit,
-                    position,
-                } = *edit
-                else {
-                    continue;
-                };
-                if layer != l {
-                    continue;
-                }
-                let columns = head * d..(head + 1) * d;
-                let rows = position.map_or(0..z.nrows(), |p| p..p + 1);
-                let mut zh = z.slice_mut(s![rows.clone(), columns.clone()]);
-                match edit {
-                    HeadEdit::Zero => zh.fill(0.0),
-                    HeadEdit::Scale(factor) => zh *= factor,
-                    HeadEdit::Mean => {
-                        let all = clean.layers[l].concat.slice(s![.., columns]);
-                        zh.assign(&(all.sum_axis(Axis(0)) / all.nrows() as f64));
-                    }
-                    HeadEdit::Patch => zh.assign(&source.layers[l].concat.slice(s![rows, columns])),
-                }
-            }
-            x = &x + &z.dot(wo);
-        }
-        x.dot(&model.unembed)
+    type Run = AttentionOnlyOutput;
+
+    /// The model and goldens, with its runs of the clean and the corrupted prompt.
+    fn runs() -> (AttentionOnly, Value, Run, Run) {
+        let (model, g) = model();
+        let clean = model.forward(&ids(&g["prompt"])).unwrap();
+        let corrupted = model.forward(&ids(&g["corrupted"])).unwrap();
+        (model, g, clean, corrupted)
     }
 
     #[test]
     fn every_intervened_logit_of_010s_model_equals_torchs() {
-        let (model, g) = model();
-        let clean = model.forward(&ids(&g["prompt"])).unwrap();
-        let corrupted = model.forward(&ids(&g["corrupted"])).unwrap();
+        let (model, g, clean, corrupted) = runs();
         check_cases(MODEL, &g, &clean.logits, |edits| {
-            let edits: Vec<Edit> = edits.as_array().unwrap().iter().map(edit).collect();
-            intervene(&model, (&clean, &corrupted), &edits)
+            let probe = intervention(edits, &corrupted);
+            model.intervene(&clean, &probe).unwrap().logits
         });
     }
 
     #[test]
     fn attributions_and_the_lens_of_010s_model_equal_torchs() {
-        let (model, g) = model();
-        let clean = model.forward(&ids(&g["prompt"])).unwrap();
-        let corrupted = model.forward(&ids(&g["corrupted"])).unwrap();
-        let d = model.embed.ncols() / model.heads();
+        let (model, g, clean, corrupted) = runs();
         let worst = check_attributions(MODEL, &g, (&clean, &corrupted), |run, position, token| {
-            // No final norm: a part of the logit is its vector dotted with W_U[:, token].
-            let direction = model.unembed.column(token);
-            let heads = run.layers.iter().zip(&model.layers).map(|(out, [.., wo])| {
-                let part = |(h, head): (usize, &HeadOutput)| {
-                    let wo_h = wo.slice(s![h * d..(h + 1) * d, ..]);
-                    head.z.row(position).dot(&wo_h).dot(&direction)
-                };
-                out.heads.iter().enumerate().map(part).collect()
-            });
-            let embedded = run.residual[0].row(position).dot(&direction);
-            let (no_mlp, logit) = (Array1::zeros(0), run.logits[[position, token]]);
-            (embedded, heads.collect(), no_mlp, logit)
+            let ours = model.attribute(run, position, token).unwrap();
+            assert_eq!(ours.patched, 0.0, "a forward pass has no patch");
+            (ours.embedded, ours.heads, ours.mlps, ours.logit)
         });
         eprintln!("{MODEL}: attributions' worst error {worst:e}");
         let rows = ids(&g["positions"]);
-        let lens = read::<Ix3>(&data(&format!("tests/data/probe/{MODEL}.lens.npy")));
-        assert_eq!(lens.len_of(Axis(0)), clean.residual.len(), "layers + 1");
+        let lens = model.logit_lens(&clean).unwrap();
+        let theirs = read::<Ix3>(&data(&format!("tests/data/probe/{MODEL}.lens.npy")));
+        assert_eq!(lens.len(), theirs.len_of(Axis(0)), "layers + 1");
         let mut worst: f64 = 0.0;
-        for (l, (x, theirs)) in clean.residual.iter().zip(lens.outer_iter()).enumerate() {
-            let ours = x.select(Axis(0), &rows).dot(&model.unembed);
+        for (l, (ours, theirs)) in lens.iter().zip(theirs.outer_iter()).enumerate() {
+            let ours = ours.select(Axis(0), &rows);
             let what = format!("{MODEL} lens {l}");
             worst = worst.max(common::within(&what, &ours, &theirs.to_owned(), TOL));
         }
-        // The lens after the last layer is the run's own logits.
-        let last = clean.logits.select(Axis(0), &rows);
-        let theirs = lens.index_axis(Axis(0), lens.len_of(Axis(0)) - 1);
-        worst = worst.max(common::within("logits", &last, &theirs.to_owned(), TOL));
+        assert_eq!(lens.last(), Some(&clean.logits), "the last is the run's");
         eprintln!("{MODEL}: the lens's worst error {worst:e}");
+    }
+
+    /// An intervened run's parts sum to its logit: a residual patch's difference is a part
+    /// of its own, at layer 0 (the embeddings' row replaced) and above.
+    #[test]
+    fn attributions_of_intervened_runs_sum_to_the_logit() {
+        let (model, g, clean, corrupted) = runs();
+        let cases = [
+            ("residual L0 P8", 8),
+            ("residual L1 P8", 8),
+            ("residual L2 P8", 8),
+            ("mixed", 23),
+        ];
+        for (name, position) in cases {
+            let (_, edits) = case(&g, name);
+            let run = model
+                .intervene(&clean, &intervention(edits, &corrupted))
+                .unwrap();
+            let patched = run.patches.iter().any(|p| p.position == position);
+            assert!(patched, "{name}: a patch at {position}");
+            for token in 0..model.embed.nrows() {
+                let parts = model.attribute(&run, position, token).unwrap();
+                let error = (parts.total() - parts.logit).abs() / parts.logit.abs().max(1.0);
+                assert!(error <= 1e-12, "{name} token {token}: {error:e}");
+                // The embeddings' part is the clean run's: the patch's difference is its own.
+                let direction = model.unembed.column(token);
+                let clean_embedded = clean.residual[0].row(position).dot(&direction);
+                let embedded = (parts.embedded - clean_embedded).abs();
+                assert!(embedded <= 1e-12, "{name} token {token}: {embedded:e}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_edit_at_layer_l_of_010s_model_recomputes_no_layer_below_l() {
+        let (model, g, clean, corrupted) = runs();
+        let names = [
+            "patch L1H0",
+            "mean L1H1",
+            "residual L1 P7",
+            "residual L2 P8",
+        ];
+        let poison = |run: &mut AttentionOnlyOutput, first: usize| {
+            run.residual[..first]
+                .iter_mut()
+                .for_each(|x| x.fill(f64::NAN));
+            for layer in &mut run.layers[..first] {
+                layer.concat.fill(f64::NAN);
+                layer
+                    .heads
+                    .iter_mut()
+                    .for_each(|h| h.weights.fill(f64::NAN));
+            }
+        };
+        let rows = ids(&g["positions"]);
+        let intervene = |run: &AttentionOnlyOutput, probe: &Intervention<'_>| {
+            let out = model.intervene(run, probe).unwrap();
+            let recomputed = out.layers.iter().map(|l| !l.concat[[0, 0]].is_nan());
+            (out.logits.select(Axis(0), &rows), recomputed.collect())
+        };
+        let theirs = |i| torch_logits(MODEL, i);
+        check_reuse(&g, names, (&clean, &corrupted), poison, intervene, theirs);
+    }
+
+    #[test]
+    fn bad_edits_and_foreign_runs_of_010s_model_are_errors() {
+        let (model, g, clean, _) = runs();
+        let prompt = ids(&g["prompt"]);
+        let short = model.forward(&prompt[1..]).unwrap();
+        let (layers, heads, tokens) = (model.layers.len(), model.heads(), prompt.len());
+        let (vocab, width) = model.embed.dim();
+        let (decoder, _) = golden("llama_gqa");
+        let decoded = decoder.forward(&[0, 1]).unwrap();
+        let mut bad = bad_edits((layers, heads, tokens), Source::from(&clean));
+        bad.extend([
+            (
+                Intervention::new().patch_residual(0, 0).source(&decoded),
+                "Intervention::source does not apply".into(),
+            ),
+            (
+                Intervention::new().patch_residual(0, 0).source(&short),
+                format!("the source run's logits is {}x{vocab}", tokens - 1),
+            ),
+        ]);
+        check_refused(bad, |probe| model.intervene(&clean, probe));
+        let errors = [
+            (
+                model.attribute(&clean, tokens, 0).unwrap_err(),
+                format!("position {tokens} is out of range"),
+            ),
+            (
+                model.attribute(&clean, 0, vocab).unwrap_err(),
+                format!("token id {vocab} is out of range"),
+            ),
+        ];
+        for (e, message) in errors {
+            assert!(e.to_string().starts_with(&message), "{e}");
+        }
+        let wider = AttentionOnly::random(vocab, 24, width + 2, heads, layers, 0).unwrap();
+        let e = wider.logit_lens(&clean).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("the run's residual stream 0 is {tokens}x{width}")),
+            "{e}"
+        );
+        // A run of other tokens is a clean run of its own; no edits: the clean run itself.
+        assert!(model.intervene(&short, &Intervention::new()).is_ok());
+        assert_eq!(model.intervene(&clean, &Intervention::new()), Ok(clean));
     }
 
     /// Each training step's loss, as the weights' config.json keeps them.

@@ -6,10 +6,12 @@
 use ndarray::{concatenate, s, Array2, Axis};
 
 use crate::attend::Attend;
+use crate::decoder::ResidualPatch;
 use crate::error::{AttentionError, Operand};
 use crate::grad::linear::linear_backward;
 use crate::grad::{cross_entropy, embedding_backward, MultiHeadGrad};
 use crate::heads::{MultiHead, MultiHeadOutput};
+use crate::intervention::{project_edited, Edited};
 use crate::np::RandomState;
 
 use super::task::Example;
@@ -40,6 +42,9 @@ pub struct AttentionOnlyOutput {
     pub layers: Vec<MultiHeadOutput>,
     /// Tokens x vocab.
     pub logits: Array2<f64>,
+    /// What each residual patch of an intervened run added to the stream
+    /// ([`AttentionOnly::intervene`]); empty for a forward pass.
+    pub patches: Vec<ResidualPatch>,
 }
 
 /// The gradients of the loss with respect to every parameter, shaped as the parameters.
@@ -193,23 +198,50 @@ impl AttentionOnly {
                 table: Operand::new("position embeddings", self.pos.shape()),
             });
         }
-        let mut x = self.embed.select(Axis(0), ids) + self.pos.slice(s![..ids.len(), ..]);
-        let mut residual = Vec::with_capacity(self.layers.len() + 1);
-        let mut layers = Vec::with_capacity(self.layers.len());
-        for l in 0..self.layers.len() {
-            let out = self.layer(l)?.forward(&x, &Attend::new().causal())?;
-            let next = &x + out.result();
-            residual.push(x);
-            layers.push(out);
+        let x = self.embed.select(Axis(0), ids) + self.pos.slice(s![..ids.len(), ..]);
+        let start = AttentionOnlyOutput {
+            residual: Vec::with_capacity(self.layers.len() + 1),
+            layers: Vec::with_capacity(self.layers.len()),
+            logits: Array2::zeros((0, 0)),
+            patches: Vec::new(),
+        };
+        self.resume(x, start, None)
+    }
+
+    /// The pass from the stream `x` entering layer `out.layers.len()` on, each layer's
+    /// intermediates appended to `out`'s, with `edits` applied (to the residual stream before
+    /// a layer reads it, to the heads' outputs before W_O); the logits from the last stream.
+    pub(super) fn resume(
+        &self,
+        mut x: Array2<f64>,
+        mut out: AttentionOnlyOutput,
+        edits: Option<&Edited<'_, AttentionOnlyOutput>>,
+    ) -> Result<AttentionOnlyOutput, AttentionError> {
+        let patch = |l: usize, x: &mut Array2<f64>, patches: &mut Vec<ResidualPatch>| {
+            let deltas = edits.map(|e| e.residual(l, x)).unwrap_or_default();
+            let made = deltas.into_iter();
+            patches.extend(made.map(|(position, delta)| ResidualPatch {
+                layer: l,
+                position,
+                delta,
+            }));
+        };
+        for l in out.layers.len()..self.layers.len() {
+            patch(l, &mut x, &mut out.patches);
+            let layer = self.layer(l)?;
+            let mut attended = layer.forward(&x, &Attend::new().causal())?;
+            if edits.is_some_and(|e| e.z(l, &mut attended.concat)) {
+                project_edited(&layer, &mut attended);
+            }
+            let next = &x + attended.result();
+            out.residual.push(x);
+            out.layers.push(attended);
             x = next;
         }
-        let logits = x.dot(&self.unembed);
-        residual.push(x);
-        Ok(AttentionOnlyOutput {
-            residual,
-            layers,
-            logits,
-        })
+        patch(self.layers.len(), &mut x, &mut out.patches);
+        out.logits = x.dot(&self.unembed);
+        out.residual.push(x);
+        Ok(out)
     }
 
     /// The loss on one example (the mean cross-entropy of its targets) and the gradient of
@@ -287,7 +319,7 @@ impl AttentionOnly {
 
     /// The parameters are public (an optimiser and a notebook change them): their shapes are
     /// checked on every pass, so that a wrong one is an error naming it, not a panic.
-    fn check_shapes(&self) -> Result<(), AttentionError> {
+    pub(super) fn check_shapes(&self) -> Result<(), AttentionError> {
         let (vocab, width) = self.embed.dim();
         let mut expected = vec![
             (

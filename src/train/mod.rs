@@ -3,9 +3,11 @@
 //! and a training step over a batch with any [`Optimizer`] (SGD or AdamW).
 //!
 //! Modules: `task` (the data), `attention_only` (the model, its forward and backward
-//! passes); this module takes optimiser steps.
+//! passes), `probe` (its interventions, direct logit attribution and logit lens, as the
+//! decoder's); this module takes optimiser steps.
 
 mod attention_only;
+mod probe;
 mod task;
 
 pub use attention_only::{AttentionOnly, AttentionOnlyGrad, AttentionOnlyOutput};
