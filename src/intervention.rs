@@ -552,8 +552,6 @@ impl<'a, R: Activations> Edited<'a, R> {
 /// After an edit of a multi-head layer's `concat` (its heads' outputs side by side, before
 /// W_O): each head's `z` its columns of `concat` again, and the output `concat W_O + b_O`
 /// again.
-// Used by the attention-only model (feature `learn`); the encoder's layer has a copy of its own.
-#[cfg_attr(not(feature = "learn"), allow(dead_code))]
 pub(crate) fn project_edited(attention: &MultiHead, out: &mut MultiHeadOutput) {
     let mut start = 0;
     for head in &mut out.heads {

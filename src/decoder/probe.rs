@@ -22,6 +22,8 @@ pub use crate::intervention::{Edit, HeadEdit, Intervention};
 /// Direct logit attribution: the parts of one token's logit at one position, each part of the
 /// residual stream through the final norm (its scale frozen from the run) and the LM head.
 /// `embedded + Σ heads + Σ mlps + patched` equals the logit (to rounding).
+/// `AttentionOnly::attribute` (feature `learn`) returns it too, for a model with no norm and
+/// no MLPs: each part straight through the unembedding, `mlps` empty.
 ///
 /// ```
 /// use attention_lab::prelude::*;
@@ -476,10 +478,6 @@ impl Activations for DecoderOutput {
 
     fn z(&self, layer: usize) -> Option<&Array2<f64>> {
         self.blocks.get(layer).map(|b| &b.attention.z)
-    }
-
-    fn of(source: Source<'_>) -> Option<&DecoderOutput> {
-        source.run()
     }
 }
 

@@ -1,12 +1,12 @@
 //! One encoder layer, post-norm as BERT's: `A = LN(X + MHA(X))`, `Y = LN(A + FFN(A))`.
 
-use ndarray::{s, Array2, ArrayView2, ArrayViewMut3, Zip};
+use ndarray::{Array2, ArrayView2, ArrayViewMut3, Zip};
 
 use super::width_error;
 use crate::error::AttentionError;
 use crate::feed_forward::{FeedForward, FeedForwardOutput};
 use crate::heads::{MultiHead, MultiHeadOutput};
-use crate::into::{fit, project_to};
+use crate::into::fit;
 use crate::mask::Mask;
 use crate::norm::LayerNorm;
 
@@ -218,16 +218,7 @@ impl EncoderLayer {
     /// After an edit of `concat`: each head's `z` its columns of `concat`, and the output
     /// `concat W_O + b_O` again.
     fn project_edited(&self, attention: &mut MultiHeadOutput) {
-        let mut start = 0;
-        for head in &mut attention.heads {
-            let width = head.z.ncols();
-            let columns = attention.concat.slice(s![.., start..start + width]);
-            head.z.assign(&columns);
-            start += width;
-        }
-        if let (Some(wo), Some(output)) = (self.attention.wo(), attention.output.as_mut()) {
-            project_to(attention.concat.view(), wo, self.attention.bo(), output);
-        }
+        crate::intervention::project_edited(&self.attention, attention);
     }
 }
 

@@ -26,10 +26,6 @@ impl Activations for EncoderOutput {
     fn z(&self, layer: usize) -> Option<&Array2<f64>> {
         self.layers.get(layer).map(|l| &l.attention.concat)
     }
-
-    fn of(source: Source<'_>) -> Option<&EncoderOutput> {
-        source.run()
-    }
 }
 
 impl<'a> From<&'a EncoderOutput> for Source<'a> {
