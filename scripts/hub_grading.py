@@ -1,10 +1,14 @@
 """Assignments on the hub, end to end, as a teacher and two students do it:
 
-1. nbgrader: the teacher generates and releases `ps1` from ~/course; each student fetches
-   it; one writes a right answer, the other submits the stub; the teacher collects and
-   autogrades (the project's kernel runs every cell) and exports the marks: 3 of 3 points
-   and 0 of 3. Neither student can read the other's copy, the teacher's source (which holds
-   the solution), or list the submissions.
+1. nbgrader: the teacher generates and releases `ps1` and `ps2` from ~/course; each student
+   fetches them. In ps1 one writes a right answer, the other submits the stub: 3 of 3 points
+   and 0 of 3. In ps2 (write attention, forward and backward; each graded cell asserts that
+   `attention_lab::check` says "right") one answers everything right, the other leaves out
+   the scores' 1/sqrt(d_k): full marks, and the marks of the cells that use that attention
+   lost, with the check's line naming the mistake in the autograded notebook. The teacher
+   collects and autogrades (the project's kernel runs every cell) and exports the marks.
+   Neither student can read the other's copy, the teacher's source (which holds the
+   solution), or list the submissions.
 2. Per-student sheets, which nbgrader cannot hand out: `exercise --roster` makes a sheet and
    a key for each student; `hub --hand-out` puts each sheet in its student's folder; one
    student saves their key's numbers as answers, the other a wrong number and a link to the
@@ -59,6 +63,52 @@ def as_user(user, script, venv, check_status=True):
     return out
 
 
+# ps2's planted mistake: the scores without their 1/sqrt(d_k), in the attention cell; the
+# head and multi-head answers call that attention, so their cells lose their points too.
+PS2_PLANT = ("attention", "q.dot(&k.t()) / d_k.sqrt()", "q.dot(&k.t())")
+PS2_LOST = ("attention-test", "head-test", "multi-head-test")
+PS2_NAMED = "not yet: the scores were not divided by sqrt(d_k)"
+
+
+def nbgrader_cells(nb, key):
+    """The cells of notebook `nb` whose nbgrader metadata has `key` true, by grade id."""
+    return {c["metadata"]["nbgrader"]["grade_id"]: c for c in nb["cells"]
+            if c["metadata"].get("nbgrader", {}).get(key)}
+
+
+def answered(released, source, plant=None):
+    """The released notebook with every solution cell answered as the teacher's source answers
+    it (its BEGIN and END SOLUTION lines taken out), as a student who solved it all hands it
+    in; `plant` = (grade id, right text, wrong text) makes one mistake in that cell."""
+    solutions = nbgrader_cells(source, "solution")
+    for gid, cell in nbgrader_cells(released, "solution").items():
+        lines = "".join(solutions[gid]["source"]).split("\n")
+        text = "\n".join(l for l in lines if l.strip() not in ("// BEGIN SOLUTION", "// END SOLUTION"))
+        check(text != "".join(cell["source"]), f"the answer replaces the stub in {gid}")
+        if plant and plant[0] == gid:
+            wrong = text.replace(plant[1], plant[2])
+            check(wrong != text, f"the mistake is planted in {gid}")
+            text = wrong
+        cell["source"] = text
+    return released
+
+
+def release(teacher, course, venv, users, name, notebook):
+    """The teacher generates and releases assignment `name`; each of `users` fetches it."""
+    as_user(teacher, f"cd course && nbgrader generate_assignment {name} --force && nbgrader release_assignment {name} --force", venv)
+    released = pathlib.Path(course, f"release/{name}/{notebook}").read_text()
+    check("BEGIN SOLUTION" not in released and "todo!()" in released,
+          f"the released {name} has Rust's stub instead of the solution")
+    for user in users:
+        as_user(user, f"nbgrader fetch_assignment {name} --course attention-lab", venv)
+        check(os.path.isfile(os.path.expanduser(f"~{user}/{name}/{notebook}")), f"{user} fetched {name}")
+
+
+def hand_in(user, name, notebook, nb, venv):
+    """`user` saves `nb` as their copy of assignment `name`'s notebook."""
+    as_user(user, f"cat > {name}/{notebook} <<'EOF'\n{json.dumps(nb)}\nEOF", venv)
+
+
 def nbgrader(args, venv, a, b):
     teacher = args.teacher
     course = os.path.expanduser(f"~{teacher}/course")
@@ -72,42 +122,45 @@ def nbgrader(args, venv, a, b):
         path = os.path.join(course, sub)
         shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else pathlib.Path(path).unlink(missing_ok=True)
     for user in (a, b):
-        shutil.rmtree(os.path.expanduser(f"~{user}/ps1"), ignore_errors=True)
+        for name in ("ps1", "ps2"):
+            shutil.rmtree(os.path.expanduser(f"~{user}/{name}"), ignore_errors=True)
 
-    as_user(teacher, "cd course && nbgrader generate_assignment ps1 --force && nbgrader release_assignment ps1 --force", venv)
-    released = pathlib.Path(course, "release/ps1/softmax.ipynb").read_text()
-    check("BEGIN SOLUTION" not in released and "todo!()" in released,
-          "the released notebook has Rust's stub instead of the solution")
-    for user in (a, b):
-        as_user(user, "nbgrader fetch_assignment ps1 --course attention-lab", venv)
-        check(os.path.isfile(os.path.expanduser(f"~{user}/ps1/softmax.ipynb")), f"{user} fetched ps1")
-    # a answers; b submits the stub as fetched.
-    path = os.path.expanduser(f"~{a}/ps1/softmax.ipynb")
-    nb = json.loads(pathlib.Path(path).read_text())
-    for cell in nb["cells"]:
-        if cell["metadata"].get("nbgrader", {}).get("solution"):
-            source = "".join(cell["source"])
-            cell["source"] = source.replace(
-                "// YOUR CODE HERE\n    todo!()",
-                "let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);\n"
-                "    let e: Vec<f64> = row.iter().map(|s| (s - m).exp()).collect();\n"
-                "    let total: f64 = e.iter().sum();\n"
-                "    e.iter().map(|x| x / total).collect()")
-            check(cell["source"] != source, f"{a}'s answer replaces the stub")
-    as_user(a, f"cat > ps1/softmax.ipynb <<'EOF'\n{json.dumps(nb)}\nEOF", venv)
-    for user in (a, b):
-        as_user(user, "nbgrader submit ps1 --course attention-lab", venv)
-
-    for path in (os.path.expanduser(f"~{a}/ps1/softmax.ipynb"), os.path.join(course, "source/ps1/softmax.ipynb")):
-        got = as_user(b, f"cat {path}", venv, check_status=False)
-        check(got.returncode != 0, f"{b} cannot read {path}")
+    # a answers everything as the teacher's source does; in ps1 b submits the stub as
+    # fetched, in ps2 b's answers have the planted mistake.
+    sources = {}
+    for name, notebook, plant in (("ps1", "softmax.ipynb", None), ("ps2", "attention.ipynb", PS2_PLANT)):
+        release(teacher, course, venv, (a, b), name, notebook)
+        sources[name] = json.loads(pathlib.Path(course, f"source/{name}/{notebook}").read_text())
+        for user in (a, b) if plant else (a,):
+            path = os.path.expanduser(f"~{user}/{name}/{notebook}")
+            mine = json.loads(pathlib.Path(path).read_text())
+            hand_in(user, name, notebook, answered(mine, sources[name], plant if user == b else None), venv)
+        for user in (a, b):
+            as_user(user, f"nbgrader submit {name} --course attention-lab", venv)
+        for path in (os.path.expanduser(f"~{a}/{name}/{notebook}"), os.path.join(course, f"source/{name}/{notebook}")):
+            got = as_user(b, f"cat {path}", venv, check_status=False)
+            check(got.returncode != 0, f"{b} cannot read {path}")
     got = as_user(b, f"ls {exchange}/inbound", venv, check_status=False)
     check(got.returncode != 0, f"{b} cannot list the submissions ({got.stderr.strip()[:80]})")
 
-    as_user(teacher, "cd course && nbgrader collect ps1 && nbgrader autograde ps1 --create --force && nbgrader export", venv)
-    marks = {row["student_id"]: float(row["raw_score"]) for row in csv.DictReader(open(os.path.join(course, "grades.csv")))}
-    check(marks.get(a) == 3.0, f"{a} scores 3 of 3 ({marks.get(a)})")
-    check(marks.get(b) == 0.0, f"{b} scores 0 of 3 ({marks.get(b)})")
+    as_user(teacher, "cd course && for ps in ps1 ps2; do nbgrader collect $ps && "
+            "nbgrader autograde $ps --create --force || exit 1; done && nbgrader export", venv)
+    marks = {(row["assignment"], row["student_id"]): float(row["raw_score"])
+             for row in csv.DictReader(open(os.path.join(course, "grades.csv")))}
+    check(marks.get(("ps1", a)) == 3.0, f"{a} scores 3 of 3 in ps1 ({marks.get(('ps1', a))})")
+    check(marks.get(("ps1", b)) == 0.0, f"{b} scores 0 of 3 in ps1 ({marks.get(('ps1', b))})")
+    points = {gid: c["metadata"]["nbgrader"]["points"] for gid, c in nbgrader_cells(sources["ps2"], "grade").items()}
+    full, lost = sum(points.values()), sum(points[gid] for gid in PS2_LOST)
+    check(marks.get(("ps2", a)) == full, f"{a} scores {full} of {full} in ps2 ({marks.get(('ps2', a))})")
+    check(marks.get(("ps2", b)) == full - lost,
+          f"{b} scores {full - lost} of {full} in ps2 ({marks.get(('ps2', b))})")
+    graded = json.loads(pathlib.Path(course, f"autograded/{b}/ps2/attention.ipynb").read_text())
+    for gid, cell in nbgrader_cells(graded, "grade").items():
+        said = json.dumps(cell.get("outputs", []))
+        if gid in PS2_LOST:
+            check(PS2_NAMED in said, f"{b}'s autograded {gid} names the mistake ({said[:200]})")
+        else:
+            check("right: your" in said, f"{b}'s autograded {gid} says right ({said[:200]})")
 
 
 def sheets(args, a, b):

@@ -2,10 +2,11 @@
 //!
 //! - **nbgrader** (0.9.6, in the hub's venv) for notebooks every student gets alike: one
 //!   course, `attention-lab`, whose exchange is `exchange/` in the shared folder; Rust's stub
-//!   for the solutions it clears; the teacher's course folder `~/course` with a first
-//!   assignment, `ps1` (the softmax of a row), to generate, release, collect and autograde
-//!   through the project's kernel. Students fetch and submit from JupyterLab's Assignments
-//!   tab (or `nbgrader fetch_assignment` / `submit`).
+//!   for the solutions it clears; the teacher's course folder `~/course` with the
+//!   [`ASSIGNMENTS`], `ps1` (the softmax of a row) and `ps2` (attention forward and backward,
+//!   each function judged by `attention_lab::check`), to generate, release, collect and
+//!   autograde through the project's kernel. Students fetch and submit from JupyterLab's
+//!   Assignments tab (or `nbgrader fetch_assignment` / `submit`).
 //! - **Per-student sheets**, which nbgrader cannot hand out (it releases one version of an
 //!   assignment to the whole class, and `exercise --roster` makes one sheet per student):
 //!   `hub --hand-out DIR` puts each student's `DIR/sheets/ID.*` in their
@@ -30,8 +31,32 @@ pub const COURSE: &str = "attention-lab";
 /// What stands for a cleared Rust solution: it compiles, and panics when it runs.
 pub const RUST_STUB: &str = "// YOUR CODE HERE\ntodo!()";
 
-/// The first assignment of the teacher's course: `source/ps1/softmax.ipynb`.
-const PS1: &str = include_str!("../assignments/ps1/softmax.ipynb");
+/// The assignments of the teacher's course, each `(name, notebook, its text)`: the source
+/// `source/<name>/<notebook>`.
+///
+/// `ps2`'s cells call `attention_lab::check` with no `:dep` line: every kernel on the hub
+/// starts with the library loaded from the shared sources, and a `:dep` path here could only
+/// be the repository's. A student's own check draws their inputs from `JUPYTERHUB_USER`; the
+/// graded cells draw them from `check::DEFAULT_SEED`, since autograde runs as the teacher
+/// (whose name is not the student's) and a mark must not depend on who runs it; a right
+/// function is right, and a mistake named, on any seed.
+///
+/// ```
+/// let names: Vec<&str> = attention_lab_hub::grading::ASSIGNMENTS.iter().map(|a| a.0).collect();
+/// assert_eq!(names, ["ps1", "ps2"]);
+/// ```
+pub const ASSIGNMENTS: [(&str, &str, &str); 2] = [
+    (
+        "ps1",
+        "softmax.ipynb",
+        include_str!("../assignments/ps1/softmax.ipynb"),
+    ),
+    (
+        "ps2",
+        "attention.ipynb",
+        include_str!("../assignments/ps2/attention.ipynb"),
+    ),
+];
 
 /// Most bytes of a student's answers that `--collect` takes.
 const MAX_ANSWERS: usize = 10 << 20;
@@ -294,27 +319,37 @@ fn teachers_dir(
     Ok(dir)
 }
 
-/// The teacher's course folder, `~/course`, made once (never touched again): its
-/// `nbgrader_config.py` and the first assignment's source.
+/// The teacher's course folder, `~/course`: its `nbgrader_config.py` once, and each of the
+/// [`ASSIGNMENTS`]' source when it has none: what the teacher changed stays, and an
+/// assignment added to the hub reaches a course made before it.
 ///
 /// # Errors
 /// `runuser` is missing or the folder cannot be made.
 pub fn course(teacher: &Account) -> Result<()> {
     let root = teacher.home.join("course");
-    let script = format!(
-        "umask 077; [ -e {root} ] && exit 0; mkdir -p {root}/source/ps1 && \
-         printf 'c = get_config()\\nc.CourseDirectory.root = %s\\n' {root_py} > {root}/nbgrader_config.py && \
-         cat > {root}/source/ps1/softmax.ipynb",
+    let config = format!(
+        "umask 077; [ -e {root} ] && exit 0; mkdir -p {root} && \
+         printf 'c = get_config()\\nc.CourseDirectory.root = %s\\n' {root_py} > {root}/nbgrader_config.py",
         root = shell(&root.display().to_string()),
         root_py = shell(&serde_json::to_string(&root.display().to_string()).expect("JSON")),
     );
-    let out = as_user(teacher, &script, Some(PS1.as_bytes()))?;
-    if !out.status.success() {
-        return Err(problem!(
-            "{}: cannot make the teacher's course folder: {}",
-            root.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
+    let mut steps = vec![(config, None)];
+    for (name, notebook, text) in ASSIGNMENTS {
+        let source = shell(&root.join("source").join(name).display().to_string());
+        steps.push((
+            format!("umask 077; [ -e {source} ] && exit 0; mkdir -p {source} && cat > {source}/{notebook}"),
+            Some(text.as_bytes()),
         ));
+    }
+    for (script, input) in steps {
+        let out = as_user(teacher, &script, input)?;
+        if !out.status.success() {
+            return Err(problem!(
+                "{}: cannot make the teacher's course folder: {}",
+                root.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
     }
     Ok(())
 }
@@ -511,40 +546,121 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_first_assignment_is_a_notebook_for_the_rust_kernel_with_a_solution_and_tests() {
-        let nb: serde_json::Value = serde_json::from_str(PS1).unwrap();
-        // As Jupyter writes them for the project's kernel: opening the notebook changes nothing.
-        assert_eq!(
-            nb["metadata"]["kernelspec"],
-            attention_lab_jupyter::kernel::notebook_kernelspec()
-        );
-        assert_eq!(
-            nb["metadata"]["language_info"],
-            attention_lab_jupyter::kernel::language_info()
-        );
-        // nbgrader picks the stub by the kernelspec's language, as the notebook names it.
-        let language = nb["metadata"]["kernelspec"]["language"].as_str().unwrap();
-        let stub = serde_json::to_string(RUST_STUB).unwrap();
-        assert!(config("/x".as_ref()).contains(&format!("{language:?}: {stub}")));
-        let cells = nb["cells"].as_array().unwrap();
-        let marked = |key: &str| {
-            cells
-                .iter()
-                .filter(|c| c["metadata"]["nbgrader"][key] == true)
-                .count()
-        };
-        assert_eq!((marked("solution"), marked("grade")), (1, 2));
-        let solution = cells
-            .iter()
-            .find(|c| c["metadata"]["nbgrader"]["solution"] == true)
-            .unwrap();
-        let source = solution["source"].as_str().unwrap();
-        assert!(source.contains("// BEGIN SOLUTION") && source.contains("// END SOLUTION"));
-        let points: f64 = cells
+    /// An assignment's notebook, its cells marked `key` by nbgrader, its grade cells' points.
+    fn assignment(name: &str) -> (serde_json::Value, impl Fn(&str) -> Vec<String>, f64) {
+        let (_, _, text) = ASSIGNMENTS.iter().find(|a| a.0 == name).unwrap();
+        let nb: serde_json::Value = serde_json::from_str(text).unwrap();
+        let cells = nb["cells"].as_array().unwrap().clone();
+        let points = cells
             .iter()
             .filter_map(|c| c["metadata"]["nbgrader"]["points"].as_f64())
             .sum();
-        assert_eq!(points, 3.0);
+        let marked = move |key: &str| {
+            cells
+                .iter()
+                .filter(|c| c["metadata"]["nbgrader"][key] == true)
+                .map(|c| c["source"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        (nb, marked, points)
+    }
+
+    #[test]
+    fn each_assignment_is_a_notebook_for_the_rust_kernel_with_solutions_and_tests() {
+        for (name, solutions, tests, points) in [("ps1", 1, 2, 3.0), ("ps2", 6, 6, 10.0)] {
+            let (nb, marked, total) = assignment(name);
+            // As Jupyter writes them for the project's kernel: opening it changes nothing.
+            assert_eq!(
+                nb["metadata"]["kernelspec"],
+                attention_lab_jupyter::kernel::notebook_kernelspec()
+            );
+            assert_eq!(
+                nb["metadata"]["language_info"],
+                attention_lab_jupyter::kernel::language_info()
+            );
+            // nbgrader picks the stub by the kernelspec's language, as the notebook names it.
+            let language = nb["metadata"]["kernelspec"]["language"].as_str().unwrap();
+            let stub = serde_json::to_string(RUST_STUB).unwrap();
+            assert!(config("/x".as_ref()).contains(&format!("{language:?}: {stub}")));
+            let (mine, graded) = (marked("solution"), marked("grade"));
+            assert_eq!(
+                (mine.len(), graded.len(), total),
+                (solutions, tests, points)
+            );
+            for source in mine {
+                assert!(source.contains("// BEGIN SOLUTION") && source.contains("// END SOLUTION"));
+            }
+            let all = nb["cells"].as_array().unwrap();
+            assert!(
+                all.iter().all(|c| !c["source"].as_str().unwrap().contains(":dep")),
+                "{name}: the hub's kernel has the library loaded; a :dep path would be the repository's"
+            );
+        }
+    }
+
+    /// ps2: each exercise's cell checks the student's function on their own inputs, and its
+    /// graded cell the same function on the default seed's, asserting that it is right.
+    #[test]
+    fn each_of_ps2s_functions_is_graded_by_its_check_on_inputs_that_do_not_depend_on_who_grades() {
+        let (_, marked, _) = assignment("ps2");
+        for (mine, graded) in marked("solution").iter().zip(marked("grade")) {
+            let function = mine
+                .split_once("fn ")
+                .and_then(|(_, rest)| rest.split_once('('))
+                .unwrap()
+                .0;
+            let check = mine.lines().last().unwrap();
+            let what = check
+                .strip_prefix("check::")
+                .and_then(|c| c.strip_suffix(&format!("({function})")))
+                .unwrap_or_else(|| panic!("{function}'s cell ends with {check:?}"));
+            assert!(
+                graded.contains(&format!(
+                    "check::Checker::new(check::DEFAULT_SEED).{what}({function});"
+                )),
+                "{graded}"
+            );
+            assert!(graded.contains("assert!(result.is_right(), \"{result}\");"));
+            assert!(!graded.contains("JUPYTERHUB_USER") && !graded.contains("check::student_seed"));
+        }
+    }
+
+    /// The course gets each assignment's source once: a teacher's edit stays, and an assignment
+    /// removed (or added to the hub after the course was made) is written again. As root only
+    /// (runuser).
+    #[test]
+    fn the_course_gets_each_assignment_it_lacks_and_keeps_the_teachers_edits() {
+        // SAFETY: no preconditions.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        if uid != 0 {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let teacher = Account {
+            name: "root".into(),
+            uid,
+            gid,
+            home: dir.path().into(),
+        };
+        course(&teacher).unwrap();
+        let source =
+            |ps: &str, notebook: &str| dir.path().join("course/source").join(ps).join(notebook);
+        for (ps, notebook, text) in ASSIGNMENTS {
+            assert_eq!(std::fs::read_to_string(source(ps, notebook)).unwrap(), text);
+        }
+        let config = std::fs::read_to_string(dir.path().join("course/nbgrader_config.py")).unwrap();
+        assert!(config.contains("c.CourseDirectory.root = "), "{config}");
+        std::fs::write(source("ps1", "softmax.ipynb"), "edited").unwrap();
+        std::fs::remove_dir_all(dir.path().join("course/source/ps2")).unwrap();
+        course(&teacher).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(source("ps1", "softmax.ipynb")).unwrap(),
+            "edited"
+        );
+        let (_, _, ps2) = ASSIGNMENTS[1];
+        assert_eq!(
+            std::fs::read_to_string(source("ps2", "attention.ipynb")).unwrap(),
+            ps2
+        );
     }
 }
