@@ -4,6 +4,11 @@
 //!
 //! `cargo bench --bench attention` (add `--features blas` for OpenBLAS's products); `scripts/bench_attention.py` runs it beside NumPy and PyTorch
 //! and writes BENCHMARKS.md. Filter as criterion does: `-- attention/streaming-avx512/1024x512x8`.
+#![allow(missing_docs, reason = "criterion_group! writes a pub fn without docs")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::time::Duration;
 

@@ -1,5 +1,9 @@
 //! The options value `Attend`: its causal flag is the causal mask to the bit, its softmax
 //! replaces the heads' own, and an option a call cannot use is an error naming it.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab::prelude::*;
 

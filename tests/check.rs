@@ -1,6 +1,10 @@
 //! The in-notebook checks (`attention_lab::check`): every mistake they name is planted in a
 //! learner's function written by hand and named; the right function passes; a panic and a
 //! wrong shape get their line; and each student's inputs are their own, the same every run.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::cell::RefCell;
 

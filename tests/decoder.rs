@@ -2,6 +2,10 @@
 //! tests/data/decoder/): logits and every layer's attention weights to 1e-10, the greedy ids
 //! exactly; the KV cache's steps against a full recomputation to 1e-12; grouped-query
 //! attention against `F.scaled_dot_product_attention(enable_gqa=True)`.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 mod common;
 

@@ -1,6 +1,10 @@
 //! The BERT encoder's parts without a model: layer norm and GELU properties, an encoder layer
 //! that reduces to two layer norms, padding that changes nothing on the real tokens of random
 //! encoders, and the constructors' and lookups' error messages.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab::prelude::*;
 use proptest::prelude::*;

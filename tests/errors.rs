@@ -1,4 +1,8 @@
 //! Every bad input gives an `AttentionError` whose message names the matrices and shapes.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 mod common;
 

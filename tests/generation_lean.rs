@@ -7,6 +7,10 @@
 //! and each step's logits equal the full recomputation's last row to 1e-12 (a step on the
 //! cache and the full pass multiply differently shaped matrices, today as before).
 #![cfg(feature = "decoder")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab::prelude::*;
 use proptest::prelude::*;

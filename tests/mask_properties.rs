@@ -1,4 +1,8 @@
 //! Properties of masks and positional encoding that hold for every input.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 mod common;
 

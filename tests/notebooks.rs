@@ -2,6 +2,10 @@
 //! code cells (those not tagged `beyond-numpy`, which go past what the document prints) joined
 //! in order equals NumPy's transcript in tests/data/transcripts/ byte for byte. The replay
 //! checker (`attention-lab replay`) then proves the Rust cells still print what is stored.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::path::{Path, PathBuf};
 

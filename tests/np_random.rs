@@ -1,5 +1,9 @@
 //! NumPy's random streams replayed bit for bit against golden files written by real NumPy
 //! (scripts/numpy_random_goldens.py), plus properties and ndarray-rand interop.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab::np::{default_rng, Generator, RandomError, RandomState};
 use ndarray::{Array, Array1, Array2, IxDyn};

@@ -14,6 +14,10 @@
 //! patches, scales, single positions and a mix; attributions and the logit lens, to 1e-9; its
 //! weights are what the notebook trains.
 #![cfg(feature = "decoder")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 mod common;
 #[path = "common/probe_edits.rs"]

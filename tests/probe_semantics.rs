@@ -10,6 +10,10 @@
 //! - the logit lens at one position is the whole lens's rows there;
 //! - many interventions shared among the cores give each one's run, in order.
 #![cfg(feature = "decoder")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab::decoder::ResidualPatch;
 use attention_lab::prelude::*;

@@ -1,4 +1,8 @@
 //! Properties of attention that hold for every input, checked on random matrices.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab::prelude::*;
 use proptest::prelude::*;

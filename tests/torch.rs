@@ -1,4 +1,8 @@
 //! The masked layer against PyTorch's own numbers (scripts/torch_goldens.py, float64 on CPU).
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 mod common;
 

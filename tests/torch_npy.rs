@@ -1,6 +1,10 @@
 //! A PyTorch layer saved as .npy files, one per `state_dict` entry (scripts/torch_goldens.py,
 //! `tests/data/torch/npy/`), loaded with `MultiHead::from_torch_weights` and run on the batch
 //! saved beside it: torch's output and weights to 1e-12.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 mod common;
 

@@ -1,6 +1,10 @@
 //! The attention-only model's hand-written gradients against central finite differences of
 //! its loss, for entries of every parameter; its loss against the cross-entropy recomputed
 //! from the logits; and a training step that lowers the loss of the batch it saw.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab::prelude::*;
 

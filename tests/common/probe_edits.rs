@@ -1,5 +1,9 @@
 //! The edits of the probe goldens (scripts/probe_goldens.py) as `Edit`s: one reader for the
 //! tests that check them (tests/probe.rs, model/tests/probe.rs).
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab::prelude::*;
 use serde_json::Value;
