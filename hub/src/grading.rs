@@ -265,11 +265,8 @@ pub const COURSE_DIRS: [(&str, u32); 4] = [
 pub fn exchange(shared: &Shared, teacher: &Account) -> Result<Vec<String>> {
     let root = Dir::open(&shared.exchange())?;
     // SAFETY: geteuid and getegid have no preconditions. (Root, for a class.)
-    root.set_owner(
-        unsafe { libc::geteuid() },
-        unsafe { libc::getegid() },
-        0o1777,
-    )?;
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    root.set_owner(uid, gid, 0o1777)?;
     let mut said = Vec::new();
     let [(course, mode), below @ ..] = COURSE_DIRS;
     let course = teachers_dir(shared, &root, course, mode, teacher, &mut said)?;

@@ -582,10 +582,11 @@ fn demo_home(shared: &Shared, name: &str) -> Result<()> {
         return Ok(());
     }
     // SAFETY: getuid and getgid have no preconditions.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let me = Account {
         name: name.to_owned(),
-        uid: unsafe { libc::getuid() },
-        gid: unsafe { libc::getgid() },
+        uid,
+        gid,
         home,
     };
     accounts::seed(&shared.notebooks(), &lessons, &me, &|_| Pick::Copy)

@@ -1,5 +1,9 @@
 //! `jupyterhub_config.py` runs: Python executes it with a stand-in for traitlets' config
 //! object, so a name error or a bad literal fails here, not when a teacher starts the hub.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab_hub::config::{config, Class};
 use attention_lab_hub::limits::Limit;
