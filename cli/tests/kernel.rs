@@ -1,6 +1,10 @@
 //! `attention-lab kernel`: the kernelspec it writes, and that serving a kernel leaves the
 //! user's other kernels (evcxr_jupyter's `kernels/rust`) byte-identical, and its protocol side
 //! against a hostile peer.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::fs;
 use std::net::{TcpListener, TcpStream};
@@ -558,6 +562,44 @@ impl Owner {
         (reply, published)
     }
 
+    /// Connects as the kernel's owner: its shell named by the session id, as jupyter_client
+    /// names it (returned too, for a stranger to claim), its heartbeat, and iopub subscribed
+    /// to all and past the kernel's READY.
+    fn connect(client: &Client) -> (Owner, Vec<u8>) {
+        use attention_lab_wire::zmtp::frame::encode_message;
+        use std::io::{Read, Write};
+        let identity = client.session.header("x")["session"]
+            .as_str()
+            .unwrap()
+            .as_bytes()
+            .to_vec();
+        let (shell, hb) = client.rt.block_on(async {
+            let mut options = zeromq::SocketOptions::default();
+            options.peer_identity(zeromq::util::PeerIdentity::try_from(identity.clone()).unwrap());
+            let mut shell = zeromq::DealerSocket::with_options(options);
+            shell.connect(&client.endpoint("shell")).await.unwrap();
+            let mut hb = zeromq::ReqSocket::new();
+            hb.connect(&client.endpoint("hb")).await.unwrap();
+            (shell, hb)
+        });
+        let mut iopub = raw_peer(client.port("iopub"), "SUB", b"");
+        iopub.write_all(&encode_message(&[vec![1u8]])).unwrap();
+        // The kernel's READY: flags and a short length, then its body.
+        let mut ready = [0u8; 2];
+        iopub.read_exact(&mut ready).unwrap();
+        let mut body = vec![0u8; usize::from(ready[1])];
+        iopub.read_exact(&mut body).unwrap();
+        iopub.set_read_timeout(Some(WAIT)).unwrap();
+        let iopub =
+            attention_lab_wire::zmtp::frame::Reader::new(std::io::BufReader::new(iopub), 1 << 30);
+        let owner = Owner {
+            shell,
+            iopub: Some(iopub),
+            hb,
+        };
+        (owner, identity)
+    }
+
     /// The owner's next cell sees `x`, and the heartbeat echoes within 5 s.
     fn still_served(&mut self, client: &Client, kernel: &mut Child, after: &str) {
         assert!(
@@ -596,39 +638,7 @@ fn no_local_peer_without_the_key_can_end_stall_or_take_the_kernel() {
     use std::io::Write;
     let home = tempfile::tempdir().unwrap();
     let (mut kernel, client) = serve_kernel(home.path());
-    // The owner's shell is named by its session id, as jupyter_client names it.
-    let identity = client.session.header("x")["session"]
-        .as_str()
-        .unwrap()
-        .as_bytes()
-        .to_vec();
-    let owner = client.rt.block_on(async {
-        let mut options = zeromq::SocketOptions::default();
-        options.peer_identity(zeromq::util::PeerIdentity::try_from(identity.clone()).unwrap());
-        let mut shell = zeromq::DealerSocket::with_options(options);
-        shell.connect(&client.endpoint("shell")).await.unwrap();
-        let mut hb = zeromq::ReqSocket::new();
-        hb.connect(&client.endpoint("hb")).await.unwrap();
-        (shell, hb)
-    });
-    let mut iopub = raw_peer(client.port("iopub"), "SUB", b"");
-    iopub.write_all(&encode_message(&[vec![1u8]])).unwrap();
-    {
-        use std::io::Read;
-        let mut ready = [0u8; 2];
-        // The kernel's READY: flags and a short length, then its body.
-        iopub.read_exact(&mut ready).unwrap();
-        let mut body = vec![0u8; usize::from(ready[1])];
-        iopub.read_exact(&mut body).unwrap();
-    }
-    iopub.set_read_timeout(Some(WAIT)).unwrap();
-    let iopub =
-        attention_lab_wire::zmtp::frame::Reader::new(std::io::BufReader::new(iopub), 1 << 30);
-    let mut owner = Owner {
-        shell: owner.0,
-        iopub: Some(iopub),
-        hb: owner.1,
-    };
+    let (mut owner, identity) = Owner::connect(&client);
     let (reply, _) = owner.execute(&client, "let x = 41;");
     assert_eq!(reply.content["status"], "ok", "{:?}", reply.content);
     let channels = ["shell", "control", "stdin", "iopub", "hb"];
@@ -692,20 +702,7 @@ fn no_local_peer_without_the_key_can_end_stall_or_take_the_kernel() {
     owner.still_served(&client, &mut kernel, "64 MB heartbeat pings never read");
 
     // 5. Malformed ZMTP commands, and a frame length of 2^64 - 1.
-    let mut long_property = vec![4u8, 0, 5];
-    long_property.extend(b"READY");
-    long_property.push(11);
-    long_property.extend(b"Socket-Type");
-    long_property.extend(u32::MAX.to_be_bytes());
-    long_property[1] = u8::try_from(long_property.len() - 2).unwrap();
-    let mut longest = vec![0x02];
-    longest.extend(u64::MAX.to_be_bytes());
-    for attack in [
-        &[0x04, 0x00][..],
-        &[0x04, 0x03, 0xff, b'A', b'B'],
-        &long_property,
-        &longest,
-    ] {
+    for attack in &malformed_commands() {
         for channel in channels {
             let mut s = TcpStream::connect(("127.0.0.1", client.port(channel))).unwrap();
             s.write_all(&greeting()).unwrap();
@@ -724,35 +721,60 @@ fn no_local_peer_without_the_key_can_end_stall_or_take_the_kernel() {
         "for _ in 0..10000 { println!(\"{}\", \"y\".repeat(4000)); }",
     );
     assert_eq!(reply.content["status"], "ok", "{:?}", reply.content);
-    let printed: usize = published
-        .iter()
-        .filter(|m| m.msg_type() == "stream")
-        .map(|m| {
-            m.content["text"]
-                .as_str()
-                .unwrap_or("")
-                .matches('y')
-                .count()
-        })
-        .sum();
-    assert_eq!(printed, 40_000_000);
+    assert_eq!(streamed(&published, 'y'), 40_000_000);
     owner.still_served(&client, &mut kernel, "a subscriber that never reads");
 
     drop((lurker, sleeping.join().unwrap()));
     for t in trickles {
         let _ = t.join();
     }
+    assert_logged(
+        kernel,
+        &[
+            "a frame of 1099511627776 bytes, over the channel's cap of 268435456",
+            "over the channel's cap of 1048576",
+            "is already connected; a second peer may not take it",
+            "an empty command frame",
+            "READY: a value runs past the command",
+            "a frame of 18446744073709551615 bytes",
+        ],
+    );
+}
+
+/// How many times `c` is in the stream messages of `published`.
+fn streamed(published: &[Message], c: char) -> usize {
+    published
+        .iter()
+        .filter(|m| m.msg_type() == "stream")
+        .map(|m| m.content["text"].as_str().unwrap_or("").matches(c).count())
+        .sum()
+}
+
+/// Step 5's attacks after the greeting: an empty command frame, a command whose name runs
+/// past it, a READY whose property's value runs past it, and a frame of 2^64 - 1 bytes.
+fn malformed_commands() -> [Vec<u8>; 4] {
+    let mut long_property = vec![4u8, 0, 5];
+    long_property.extend(b"READY");
+    long_property.push(11);
+    long_property.extend(b"Socket-Type");
+    long_property.extend(u32::MAX.to_be_bytes());
+    long_property[1] = u8::try_from(long_property.len() - 2).unwrap();
+    let mut longest = vec![0x02];
+    longest.extend(u64::MAX.to_be_bytes());
+    [
+        vec![0x04, 0x00],
+        vec![0x04, 0x03, 0xff, b'A', b'B'],
+        long_property,
+        longest,
+    ]
+}
+
+/// Ends the kernel; its log has a line with each of `says` and no panic.
+fn assert_logged(mut kernel: Child, says: &[&str]) {
     let _ = kernel.kill();
     let out = kernel.wait_with_output().unwrap();
     let log = String::from_utf8_lossy(&out.stderr);
-    for says in [
-        "a frame of 1099511627776 bytes, over the channel's cap of 268435456",
-        "over the channel's cap of 1048576",
-        "is already connected; a second peer may not take it",
-        "an empty command frame",
-        "READY: a value runs past the command",
-        "a frame of 18446744073709551615 bytes",
-    ] {
+    for says in says {
         assert!(
             log.contains(says),
             "no line with {says:?} in the log:\n{log}"

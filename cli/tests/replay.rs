@@ -3,6 +3,10 @@
 //! evcxr contexts cost seconds each, so the fixtures are few notebooks that
 //! each exercise many behaviours, and every test copies its fixture folder to
 //! a fresh temporary folder (tests may rewrite notebooks).
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 mod common;
 
@@ -146,6 +150,21 @@ fn matching_notebook_passes_and_file_is_untouched() {
     assert!(leftovers.is_empty());
 }
 
+/// The basic fixture with two stored outputs changed (c03 prints "bye", c04 shows 6) and a
+/// metadata field added to the nbval-skip cell (c06), which `--update` must keep.
+fn with_changed_outputs(pristine: &Value) -> Value {
+    let mut changed = pristine.clone();
+    for cell in changed["cells"].as_array_mut().unwrap() {
+        match cell["id"].as_str().unwrap() {
+            "c03" => cell["outputs"][0]["text"] = Value::from(vec!["bye\n"]),
+            "c04" => cell["outputs"][0]["data"]["text/plain"] = Value::from(vec!["6"]),
+            "c06" => cell["metadata"]["custom"] = Value::from("kept"),
+            _ => {}
+        }
+    }
+    changed
+}
+
 /// Two evcxr contexts: a changed stored output fails with a unified diff
 /// (file untouched), then `--update` rewrites the outputs while keeping
 /// ids, metadata and the nbval-skip cell's stored output.
@@ -154,17 +173,7 @@ fn changed_output_fails_with_diff_and_update_rewrites_it() {
     let folder = fixture_copy("update", "basic");
     let path = folder.join("basic.ipynb");
     let pristine: Value = read_json(&path);
-    let mut changed = pristine.clone();
-    let cells = changed["cells"].as_array_mut().unwrap();
-    for cell in cells.iter_mut() {
-        match cell["id"].as_str().unwrap() {
-            "c03" => cell["outputs"][0]["text"] = Value::from(vec!["bye\n"]),
-            "c04" => cell["outputs"][0]["data"]["text/plain"] = Value::from(vec!["6"]),
-            "c06" => cell["metadata"]["custom"] = Value::from("kept"),
-            _ => {}
-        }
-    }
-    let changed_text = serde_json::to_string_pretty(&changed).unwrap();
+    let changed_text = serde_json::to_string_pretty(&with_changed_outputs(&pristine)).unwrap();
     std::fs::write(&path, &changed_text).unwrap();
 
     let output = replay(
