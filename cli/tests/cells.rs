@@ -1,6 +1,10 @@
 //! The compiled-cell cache through the real binary (`replay --engine evcxr`, which compiles as
 //! the kernel does): a second replay loads what the first compiled and prints the same, and a
 //! store that cannot be written changes nothing but one line of warning.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 mod common;
 

@@ -2,6 +2,10 @@
 //! numbers (the goldens of model/tests/data/minilm), `--svg` draws each layer, and a missing
 //! or corrupt model folder is one line naming the file, status 2. The tests that need the
 //! real model say what they skipped when it is not installed.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

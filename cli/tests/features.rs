@@ -2,6 +2,10 @@
 //! attention-lab-cli` builds gets the same features as in `cargo test --workspace`, so the test
 //! command reuses what the main command compiled (the "workspace hack" in cli/Cargo.toml).
 //! Fails, naming the crates, when a new dependency or feature makes them drift apart.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -3,6 +3,10 @@
 //! ids equal to the library's own generation, each step's ten likeliest tokens, an SVG a
 //! layer; and every bad input one line with status 2: an empty prompt, flags that do not fit,
 //! and GGUF files that are truncated, not GGUF, or hold offsets, counts or sizes past the file.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -1,5 +1,9 @@
 //! `attention-lab hub`'s refusals: a roster with a hostile or taken id is one line naming the
 //! file and the id, exit status 2, and nothing is made (no shared folder, no system user).
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::fs;
 use std::process::Command;

@@ -1,5 +1,9 @@
 //! `attention-lab kernel serve` that cannot serve says why as every subcommand does: one line
 //! on stderr, `error: ...`, naming the connection file, and exit status 2 (bad input).
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::fs;
 use std::path::Path;

@@ -1,4 +1,8 @@
 //! `attention-lab lab`: what goes wrong before JupyterLab starts gets one line and exit 2.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab_io::cache::{MODEL_PACKAGE, SMOLLM_PACKAGE};
 use std::net::TcpListener;

@@ -4,6 +4,10 @@
 //!
 //! Needs JupyterLab, which `lab` installs in the cache once (pip, network):
 //! `cargo test -p attention-lab-cli --test lab_signals -- --ignored` (`.ci/run` runs it).
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 #![cfg(target_os = "linux")]
 

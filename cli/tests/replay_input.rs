@@ -2,6 +2,10 @@
 //! input, `--update` leaves an unchanged notebook's bytes alone, a non-Rust notebook and
 //! malformed fields are one named line with status 2, symlinks never run a notebook twice, a
 //! malformed evcxr.toml is named in the notebook's error.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 #![cfg(unix)]
 

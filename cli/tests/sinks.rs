@@ -1,5 +1,9 @@
 //! Output sinks that fail: a closed pipe ends every subcommand quietly with status 0 (as in
 //! ripgrep), a full disk is one line and status 2, and a closed stderr never aborts.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

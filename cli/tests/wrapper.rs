@@ -2,6 +2,10 @@
 //! wrapper (as a kernel and `replay --engine evcxr` run it). Without the wrapper's remap of the
 //! build folder, this is the failure that broke notebook 008 in CI: `serde` cached from one
 //! folder, `serde_core` compiled again in another, "can't find crate for `serde`" (E0463).
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::fs;
 use std::path::Path;

@@ -1,4 +1,8 @@
 //! What several of the command's test files share.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use std::path::Path;
 
