@@ -1,5 +1,5 @@
 """Writes tests/data/grad/: torch.autograd's gradients of every piece the crate differentiates
-by hand (src/grad/), and torch.optim's SGD and AdamW trajectories, all in float64.
+by hand (src/learn/grad/), and torch.optim's SGD and AdamW trajectories, all in float64.
 
 Each backward case draws random inputs and a random upstream gradient G, runs the forward pass
 in torch in the crate's row convention (x W, W in x out), and takes

@@ -1,6 +1,6 @@
 """Writes tests/data/probe/: interventions on transformers' LlamaForCausalLM and BertModel in
 float64, made with hooks as TransformerLens makes them, for the decoder's and the encoder's
-probes (src/intervention.rs, src/decoder/probe.rs, src/encoder/probe.rs; tests/probe.rs and
+probes (src/models/intervention.rs, src/models/decoder/probe.rs, src/models/encoder/probe.rs; tests/probe.rs and
 model/tests/probe.rs).
 
 The models: the tiny random Llamas of tests/data/decoder/ (scripts/decoder_goldens.py), loaded

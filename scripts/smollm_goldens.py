@@ -35,7 +35,7 @@ Written (JSON floats round-trip exactly; .npy are little-endian float64, C order
   KV cache, not stopping at eos; "generate", transformers' generate(do_sample=False,
   max_new_tokens=64), which stops after eos (2): checked to be "ids" up to and with that eos.
 - sampling.json: {"new_tokens": 32, "runs": [{"prompt", "temperature", "top_k", "seed", "ids"}]}:
-  `draw` below, a port of src/decoder/generate.rs: one np.random.RandomState(seed) per run and
+  `draw` below, a port of src/models/decoder/generate.rs: one np.random.RandomState(seed) per run and
   one random_sample() per token.
 - summary.json: the model's settings, the versions, f32_check (the largest |difference| of
   prompt 1's last logits between this float64 model and transformers' plain float32 one) and
@@ -194,7 +194,7 @@ def dequant_goldens(path, model):
 
 
 def draw(logits, temperature, top_k, u):
-    """src/decoder/generate.rs's `draw`: softmax(logits / temperature) over the top_k largest (a
+    """src/models/decoder/generate.rs's `draw`: softmax(logits / temperature) over the top_k largest (a
     tie at the k-th value kept in index order), then NumPy's legacy choice with the uniform u."""
     scaled = (logits - logits.max()) / temperature
     if top_k is not None and top_k < len(scaled):

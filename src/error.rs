@@ -95,7 +95,7 @@ pub enum AttentionError {
         /// The table, with its shape.
         table: Operand,
     },
-    /// An option of [`Attend`](crate::attend::Attend) that the call it was given to cannot
+    /// An option of [`Attend`](crate::layers::attend::Attend) that the call it was given to cannot
     /// use (key padding, which has one row per batch item, on one sequence).
     NotApplicable {
         /// The option, as it is called (`Attend::key_padding`).

@@ -11,7 +11,7 @@ use std::sync::{Mutex, PoisonError};
 use ndarray::{Array, Array1, Array2, ArrayView2, Dimension, IntoDimension};
 
 use crate::error::{reserve_matrix, AttentionError};
-use crate::parallel;
+use crate::fast::parallel;
 
 /// `a` given the shape `dim`, keeping its memory when it has room; its values are left as
 /// they were (or zero where it grew): every caller overwrites them all.

@@ -33,48 +33,36 @@
 //! model's files (safetensors, tokenizer) are read by `attention-lab-model` (`model/`).
 //! Everything is `f64` and concrete, so notebook cells that call it compile fast.
 
-pub mod answers;
-pub mod attend;
-pub mod attention;
-pub mod batch;
-pub mod check;
-#[cfg(feature = "decoder")]
-pub mod decoder;
-#[cfg(feature = "encoder")]
-pub mod encoder;
+// The library in wings, each a private module with its rooms re-exported here, so that every
+// public path (`attention_lab::softmax`, `attention_lab::decoder::Decoder`, ...) is the same as
+// before: `layers` (the maths of attention and of a transformer's blocks), `models` (the encoder,
+// the decoder and the interventions on their runs), `fast` (the vector paths, the streaming
+// kernel and the products: all of the crate's `unsafe`), `learn` (backward passes, training,
+// exercises and answers) and `np` (NumPy's printing and random streams).
+mod fast;
+mod layers;
+mod learn;
+mod models;
+
 pub mod error;
-#[cfg(feature = "encoder")]
-pub mod feed_forward;
-mod gemm;
-#[cfg(feature = "learn")]
-pub mod grad;
-pub mod heads;
 pub mod html;
-pub mod init;
-#[cfg(feature = "encoder")]
-pub mod intervention;
 mod into;
-#[cfg(feature = "encoder")]
-pub mod keep;
-#[cfg(feature = "encoder")]
-pub mod linear;
-pub mod mask;
-#[cfg(feature = "encoder")]
-pub mod norm;
 pub mod np;
-mod parallel;
-#[cfg(feature = "encoder")]
-pub mod pooling;
-pub mod position;
 pub mod prelude;
+
+pub use fast::{simd, stream};
 #[cfg(feature = "decoder")]
-pub mod rope;
-pub mod simd;
-pub mod softmax;
-pub mod stream;
-pub mod torch;
+pub use layers::rope;
+pub use layers::{attend, attention, batch, heads, init, mask, position, softmax, torch};
+#[cfg(feature = "encoder")]
+pub use layers::{feed_forward, linear, norm, pooling};
+pub use learn::{answers, check};
 #[cfg(feature = "learn")]
-pub mod train;
+pub use learn::{grad, train};
+#[cfg(feature = "decoder")]
+pub use models::decoder;
+#[cfg(feature = "encoder")]
+pub use models::{encoder, intervention, keep};
 
 // Links the system's OpenBLAS for ndarray's products when the `blas` feature is on.
 #[cfg(feature = "blas")]

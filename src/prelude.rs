@@ -9,58 +9,60 @@
 //! # Ok::<(), AttentionError>(())
 //! ```
 
-pub use crate::answers::answers_json;
-pub use crate::attend::{scaled_dot_product_attention, Attend, Full, Streamed};
-pub use crate::attention::Attention;
-pub use crate::batch::BatchOutput;
-pub use crate::check;
+pub use crate::error::{AttentionError, Operand};
+pub use crate::fast::simd::Simd;
+pub use crate::fast::stream::Streaming;
+pub use crate::html;
+pub use crate::layers::attend::{scaled_dot_product_attention, Attend, Full, Streamed};
+pub use crate::layers::attention::Attention;
+pub use crate::layers::batch::BatchOutput;
+#[cfg(feature = "encoder")]
+pub use crate::layers::feed_forward::{
+    gelu, silu, FeedForward, FeedForwardOutput, SwiGlu, SwiGluOutput,
+};
+pub use crate::layers::heads::{Head, HeadOutput, MultiHead, MultiHeadOutput};
+pub use crate::layers::init::{random_embeddings, random_projection};
+#[cfg(feature = "encoder")]
+pub use crate::layers::linear::Linear;
+pub use crate::layers::mask::Mask;
+#[cfg(feature = "encoder")]
+pub use crate::layers::norm::{LayerNorm, RmsNorm};
+#[cfg(feature = "encoder")]
+pub use crate::layers::pooling::{cosine_similarity, l2_normalize, mean_pool};
+pub use crate::layers::position::positional_encoding;
 #[cfg(feature = "decoder")]
-pub use crate::decoder::Attribution;
+pub use crate::layers::rope::Rope;
+pub use crate::layers::softmax::{sampling_softmax, softmax, softmax_naive, Softmax};
+pub use crate::layers::torch::{InProj, TorchWeights};
+pub use crate::learn::answers::answers_json;
+pub use crate::learn::check;
+#[cfg(feature = "learn")]
+pub use crate::learn::grad::{
+    attention_backward, cross_entropy, embedding_backward, softmax_backward, AdamW, AttentionGrad,
+    CrossEntropy, FeedForwardGrad, HeadGrad, LayerNormGrad, MultiHeadGrad, Optimizer, RmsNormGrad,
+    Sgd, SwiGluGrad,
+};
+#[cfg(feature = "learn")]
+pub use crate::learn::train::{
+    repeated_tokens, train_step, AttentionOnly, AttentionOnlyGrad, AttentionOnlyOutput, Example,
+};
 #[cfg(feature = "decoder")]
-pub use crate::decoder::{
+pub use crate::models::decoder::Attribution;
+#[cfg(feature = "decoder")]
+pub use crate::models::decoder::{
     grouped_query_attention, BlockOutput, Decoder, DecoderBlock, DecoderKept, DecoderOutput,
     Generation, GroupedAttention, GroupedOutput, KvCache, LayerCache, LmHead, Mlp, Norm, Sampler,
     Sampling, Step,
 };
 #[cfg(feature = "encoder")]
-pub use crate::encoder::{
+pub use crate::models::encoder::{
     Embeddings, Encode, Encoder, EncoderBuffers, EncoderLayer, EncoderLayerOutput, EncoderOutput,
     Keep, Kept,
 };
-pub use crate::error::{AttentionError, Operand};
 #[cfg(feature = "encoder")]
-pub use crate::feed_forward::{gelu, silu, FeedForward, FeedForwardOutput, SwiGlu, SwiGluOutput};
-#[cfg(feature = "learn")]
-pub use crate::grad::{
-    attention_backward, cross_entropy, embedding_backward, softmax_backward, AdamW, AttentionGrad,
-    CrossEntropy, FeedForwardGrad, HeadGrad, LayerNormGrad, MultiHeadGrad, Optimizer, RmsNormGrad,
-    Sgd, SwiGluGrad,
-};
-pub use crate::heads::{Head, HeadOutput, MultiHead, MultiHeadOutput};
-pub use crate::html;
-pub use crate::init::{random_embeddings, random_projection};
-#[cfg(feature = "encoder")]
-pub use crate::intervention::{Edit, HeadEdit, Intervention, Source};
-#[cfg(feature = "encoder")]
-pub use crate::linear::Linear;
-pub use crate::mask::Mask;
-#[cfg(feature = "encoder")]
-pub use crate::norm::{LayerNorm, RmsNorm};
+pub use crate::models::intervention::{Edit, HeadEdit, Intervention, Source};
 pub use crate::np;
 pub use crate::np::*;
-#[cfg(feature = "encoder")]
-pub use crate::pooling::{cosine_similarity, l2_normalize, mean_pool};
-pub use crate::position::positional_encoding;
-#[cfg(feature = "decoder")]
-pub use crate::rope::Rope;
-pub use crate::simd::Simd;
-pub use crate::softmax::{sampling_softmax, softmax, softmax_naive, Softmax};
-pub use crate::stream::Streaming;
-pub use crate::torch::{InProj, TorchWeights};
-#[cfg(feature = "learn")]
-pub use crate::train::{
-    repeated_tokens, train_step, AttentionOnly, AttentionOnlyGrad, AttentionOnlyOutput, Example,
-};
 pub use ndarray::{
     array, concatenate, s, Array, Array1, Array2, Array3, Array4, ArrayD, ArrayView2, ArrayView3,
     Axis,

@@ -577,7 +577,7 @@ fn encoder_layer_errors_name_the_part_and_its_shape() {
     }
 }
 
-/// FAILS (message bug in src/encoder.rs, EncoderLayer::new): when only the second layer norm is
+/// FAILS (message bug in src/models/encoder/layer.rs, EncoderLayer::new): when only the second layer norm is
 /// the wrong width, the message blames W_2 against a gamma of the right width ("W_2 is 4x2 but
 /// the layer norm's gamma is 1x2") and the wrong width (1x3) appears nowhere.
 #[test]

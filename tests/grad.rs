@@ -1,4 +1,4 @@
-//! The hand-written backward passes (src/grad/) against torch.autograd in float64
+//! The hand-written backward passes (src/learn/grad/) against torch.autograd in float64
 //! (scripts/grad_goldens.py, tests/data/grad/): every gradient to 1e-10 relative, SGD's and
 //! AdamW's parameters after each of 10 steps to 1e-12; and one head's dW_Q against central
 //! differences, so the check does not rest on torch alone.
