@@ -4,6 +4,11 @@
 //! `kernel/mod.rs`), is an edge from the file's module to the deepest module it names, and the
 //! graph must be acyclic.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -397,4 +402,33 @@ fn no_library_crate_depends_on_clap() {
             );
         }
     }
+}
+
+/// The library's `unsafe` lives in one wing, `src/fast/` (the vector paths, the streaming
+/// kernel, the products), where each block has its SAFETY line: a reader auditing it reads one
+/// folder.
+#[test]
+fn the_library_has_unsafe_code_only_in_its_fast_wing() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../src");
+    let mut in_fast = 0;
+    for (module, file) in modules(&src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code: Vec<&str> = text
+            .lines()
+            .map(|l| l.split("//").next().unwrap())
+            .filter(|l| l.contains("unsafe ") || l.contains("unsafe{"))
+            .collect();
+        if module == "fast" || module.starts_with("fast::") {
+            in_fast += code.len();
+        } else {
+            assert!(
+                code.is_empty(),
+                "src module {module} has unsafe code: {code:?}"
+            );
+        }
+    }
+    assert!(
+        in_fast > 0,
+        "no unsafe found in src/fast/: the scan is broken"
+    );
 }
