@@ -141,22 +141,7 @@ pub fn run(args: Options) -> Result<u8> {
         sanitizers,
     };
     let inputs = read_inputs(&cwd, &args.paths)?;
-    let json_path = args.json.as_ref().map(|path| cwd.join(path));
-    if let (Some(json), Some(given)) = (&json_path, &args.json) {
-        // The report must never replace a notebook or a sanitize file (it did, issue 8).
-        let inputs_too = inputs.iter().map(|input| input.absolute.clone());
-        let sanitize = args.sanitize.iter().map(|file| cwd.join(file));
-        if let Some(same) = inputs_too.chain(sanitize).find(|p| same_file(p, json)) {
-            return Err(Error::at(
-                "--json",
-                format!(
-                    "{} is an input ({}); the report needs a file of its own",
-                    given.display(),
-                    same.display()
-                ),
-            ));
-        }
-    }
+    let json_path = report_path(&args, &cwd, &inputs)?;
     let engine_options = EngineOptions {
         kind: args.engine,
         kernel: KernelOptions {
@@ -170,13 +155,7 @@ pub fn run(args: Options) -> Result<u8> {
     let total_cells: usize = inputs.iter().map(cells_of).sum();
     let progress_owner = terminal::Progress::new(total_cells as u64);
     let progress = progress_owner.bar.clone();
-    progress.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cells, notebook {prefix}, \
-             about {eta} left  {msg}",
-        )
-        .expect("valid progress template"),
-    );
+    progress.set_style(bar_style());
     let total_notebooks = inputs.len();
     progress.set_prefix(format!("1/{total_notebooks}"));
     let started = Instant::now();
@@ -255,6 +234,40 @@ pub fn run(args: Options) -> Result<u8> {
         })?;
     }
     Ok(status)
+}
+
+/// Where `--json` writes the report (from the current folder), if asked.
+///
+/// # Errors
+/// The path names an input: the report must never replace a notebook or a sanitize file (it
+/// did, issue 8).
+fn report_path(args: &Options, cwd: &Path, inputs: &[Input]) -> Result<Option<PathBuf>> {
+    let Some(given) = &args.json else {
+        return Ok(None);
+    };
+    let json = cwd.join(given);
+    let inputs_too = inputs.iter().map(|input| input.absolute.clone());
+    let sanitize = args.sanitize.iter().map(|file| cwd.join(file));
+    if let Some(same) = inputs_too.chain(sanitize).find(|p| same_file(p, &json)) {
+        return Err(Error::at(
+            "--json",
+            format!(
+                "{} is an input ({}); the report needs a file of its own",
+                given.display(),
+                same.display()
+            ),
+        ));
+    }
+    Ok(Some(json))
+}
+
+/// The progress bar's look: cells done of all, the notebook, the time left.
+fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} cells, notebook {prefix}, \
+         about {eta} left  {msg}",
+    )
+    .expect("valid progress template")
 }
 
 /// How far a replay is: notebooks and code cells done, each of its total.
