@@ -1,6 +1,10 @@
 //! The replay's writer writes notebooks as JupyterLab saves them (issue 33: opening a notebook
 //! must not change it): byte for byte what nbformat writes, and the project's notebooks stored
 //! in that form, with the metadata the project's kernel gives them.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is the test failing, as a failed assert is"
+)]
 
 use attention_lab_jupyter::kernel;
 use attention_lab_jupyter::replay::notebook::Notebook;

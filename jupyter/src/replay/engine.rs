@@ -434,7 +434,10 @@ pub(crate) fn first_line(text: &str) -> String {
 #[cfg_attr(not(feature = "evcxr"), allow(dead_code))]
 pub(crate) fn panic_line() -> &'static Regex {
     static PANIC: OnceLock<Regex> = OnceLock::new();
-    PANIC.get_or_init(|| Regex::new(r"(?m)^thread '[^']*'(?: \(\d+\))? panicked at .*$").unwrap())
+    PANIC.get_or_init(|| {
+        Regex::new(r"(?m)^thread '[^']*'(?: \(\d+\))? panicked at .*$")
+            .expect("a constant, valid pattern")
+    })
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use attention_lab_io::problem;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How long to keep killing descendants after a timeout before giving up on
@@ -314,7 +314,7 @@ fn worker(
         // pass-through thread; the threads end when evcxr drops its senders.
         std::thread::spawn(move || {
             while let Ok(line) = receiver.recv() {
-                collected.lines.lock().unwrap().push((name, line));
+                collected.lines().push((name, line));
                 collected.arrivals.fetch_add(1, Ordering::SeqCst);
             }
         });
@@ -332,7 +332,7 @@ fn worker(
         return;
     }
     settle(&collected);
-    collected.lines.lock().unwrap().clear();
+    collected.lines().clear();
     if ready.send(Ok(context.process_handle())).is_err() {
         return;
     }
@@ -341,7 +341,7 @@ fn worker(
         let result = context.execute(&request.code);
         let seconds = started.elapsed().as_secs_f64();
         settle(&collected);
-        let lines = std::mem::take(&mut *collected.lines.lock().unwrap());
+        let lines = std::mem::take(&mut *collected.lines());
         let (outputs, raised) = crate::cell::outcome(lines, result);
         if replies
             .send(Reply {
@@ -374,6 +374,14 @@ fn runtime_executable() -> Result<PathBuf> {
 struct Collected {
     lines: Mutex<Vec<(&'static str, String)>>,
     arrivals: AtomicU64,
+}
+
+impl Collected {
+    /// The lines so far. A poisoned lock still holds whole lines (a push, a clear or a take
+    /// either happened or did not), so they are taken as they are.
+    fn lines(&self) -> MutexGuard<'_, Vec<(&'static str, String)>> {
+        self.lines.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Waits until no output line has arrived for `SETTLE_QUIET` (at most 1 s).

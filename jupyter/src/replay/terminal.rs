@@ -120,11 +120,13 @@ mod unix {
             let Some(reader) = self.reader.take() else {
                 return;
             };
-            // SAFETY: dup of an fd we own; the File owns the duplicate.
+            // SAFETY: dup of `saved`, an fd we own; no memory is involved.
             let out = unsafe { libc::dup(self.saved) };
             if out < 0 {
                 return;
             }
+            // SAFETY: `out` is the duplicate just made, open and owned by no one else; the File
+            // becomes its only owner.
             let mut out = unsafe { File::from_raw_fd(out) };
             let (done_tx, done_rx) = mpsc::channel::<()>();
             self.done = Some(done_rx);

@@ -84,7 +84,9 @@ pub(super) fn pieces(bytes: &[u8]) -> Vec<Piece> {
 /// on its own.)
 pub(super) fn outputs(stdout: &str, stderr: &str) -> Vec<Output> {
     static CONTENT: OnceLock<Regex> = OnceLock::new();
-    let content = CONTENT.get_or_init(|| Regex::new("EVCXR_BEGIN_CONTENT ([^ ]+)").unwrap());
+    let content = CONTENT.get_or_init(|| {
+        Regex::new("EVCXR_BEGIN_CONTENT ([^ ]+)").expect("a constant, valid pattern")
+    });
     let mut outputs = Vec::new();
     let mut result = BTreeMap::new();
     let mut lines = stdout.lines();

@@ -80,8 +80,12 @@ impl Program {
     fn commands<'a>(&mut self, source: &'a str, folder: &Path) -> Result<&'a str, String> {
         static COMMAND: OnceLock<Regex> = OnceLock::new();
         static DEP: OnceLock<Regex> = OnceLock::new();
-        let command = COMMAND.get_or_init(|| Regex::new("^ *(:[^ ]*)( +(.*))?$").unwrap());
-        let dep = DEP.get_or_init(|| Regex::new("^([^= ]+) *(?:= *(.+))?$").unwrap());
+        let command = COMMAND.get_or_init(|| {
+            Regex::new("^ *(:[^ ]*)( +(.*))?$").expect("a constant, valid pattern")
+        });
+        let dep = DEP.get_or_init(|| {
+            Regex::new("^([^= ]+) *(?:= *(.+))?$").expect("a constant, valid pattern")
+        });
         let mut offset = 0;
         for line in source.split_inclusive('\n') {
             let text = line.trim_end_matches('\n');
@@ -253,7 +257,9 @@ fn main() {{
 /// does from its current folder.
 fn absolute_paths(toml: &str, folder: &Path) -> Result<String, String> {
     static PATH: OnceLock<Regex> = OnceLock::new();
-    let path = PATH.get_or_init(|| Regex::new("^(.*)path *= *\"([^\"]+)\"(.*)$").unwrap());
+    let path = PATH.get_or_init(|| {
+        Regex::new("^(.*)path *= *\"([^\"]+)\"(.*)$").expect("a constant, valid pattern")
+    });
     let Some(found) = path.captures(toml) else {
         return Ok(toml.to_owned());
     };

@@ -69,7 +69,8 @@ fn seed_lock(program: &Program, project: &Path) {
         return;
     }
     static PATH: OnceLock<Regex> = OnceLock::new();
-    let path = PATH.get_or_init(|| Regex::new("path *= *\"([^\"]+)\"").unwrap());
+    let path = PATH
+        .get_or_init(|| Regex::new("path *= *\"([^\"]+)\"").expect("a constant, valid pattern"));
     for toml in program.dependencies.values() {
         let Some(found) = path.captures(toml) else {
             continue;
