@@ -432,3 +432,23 @@ fn the_library_has_unsafe_code_only_in_its_fast_wing() {
         "no unsafe found in src/fast/: the scan is broken"
     );
 }
+
+/// The house rules are the compiler's for every member: each Cargo.toml inherits the
+/// workspace's `[lints]` table, so a crate added later cannot leave them out unnoticed.
+#[test]
+fn every_member_uses_the_workspace_lints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for src in member_sources(&root) {
+        let member = src.strip_suffix("src").unwrap();
+        let manifest = root.join(member).join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        let inherits = text
+            .split("\n[")
+            .any(|section| section.starts_with("lints]") && section.contains("workspace = true"));
+        assert!(
+            inherits,
+            "{} has no [lints] workspace = true",
+            manifest.display()
+        );
+    }
+}
