@@ -83,8 +83,20 @@ impl Panels {
 /// [`COLS`] columns of [`VECS`] vectors.
 #[inline(always)]
 pub(crate) fn tile<S: Lanes>(s: S, k: usize, a: &[f64], b: &[f64]) -> [[S::V; VECS]; COLS] {
+    tile_strided(s, k, a, S::ROWS, b)
+}
+
+/// [`tile`] with `a`'s rows `stride` apart (a panel of `w` read where it lies, unpacked).
+#[inline(always)]
+fn tile_strided<S: Lanes>(
+    s: S,
+    k: usize,
+    a: &[f64],
+    stride: usize,
+    b: &[f64],
+) -> [[S::V; VECS]; COLS] {
     assert!(
-        a.len() >= k * S::ROWS && b.len() >= k * COLS,
+        k == 0 || (a.len() >= (k - 1) * stride + S::ROWS && b.len() >= k * COLS),
         "tile operands"
     );
     let mut c = [[s.splat(0.0); VECS]; COLS];
@@ -93,7 +105,7 @@ pub(crate) fn tile<S: Lanes>(s: S, k: usize, a: &[f64], b: &[f64]) -> [[S::V; VE
         let mut row = [s.splat(0.0); VECS];
         for (r, row) in row.iter_mut().enumerate() {
             // SAFETY: checked above: row i of a is in bounds.
-            *row = unsafe { s.load(a.add(i * S::ROWS + S::WIDTH * r)) };
+            *row = unsafe { s.load(a.add(i * stride + S::WIDTH * r)) };
         }
         for (j, column) in c.iter_mut().enumerate() {
             // SAFETY: checked above: row i of b is in bounds.
@@ -169,22 +181,59 @@ pub(crate) fn product(
     // Whole panels of columns a thread; each packs its own share of the w's.
     let cols = n.div_ceil(lanes).div_ceil(threads) * lanes;
     let xp = &xp;
+    // Where every panel of lanes columns lies whole in one w, with its rows' values side by
+    // side, the tile reads it there: no copy of w (for 128 rows of x, packing w cost as much
+    // as a fifth of the product).
+    let direct = ws
+        .iter()
+        .all(|w| w.ncols() % lanes == 0 && w.is_standard_layout());
     parallel::each_part(
         out.axis_chunks_iter_mut(Axis(1), cols).enumerate(),
         |(part, out)| {
-            let wp = pack_columns(ws, part * cols, out.ncols(), kc, lanes);
             let shape = Shape { m, k, kc, x_panels };
-            dispatch(
-                simd,
-                Multiply {
-                    shape,
-                    xp,
-                    wp: &wp,
-                    out,
-                },
-            );
+            let packed;
+            let w = if direct {
+                Operand::Direct(panels_of(ws, part * cols, out.ncols(), lanes))
+            } else {
+                packed = pack_columns(ws, part * cols, out.ncols(), kc, lanes);
+                Operand::Packed(&packed)
+            };
+            dispatch(simd, Multiply { shape, xp, w, out });
         },
     );
+}
+
+/// The right operand of one thread's share: packed, or each panel where it lies in its w.
+enum Operand<'a> {
+    /// [`pack_columns`]'s layout.
+    Packed(&'a [f64]),
+    /// Panel `p`: its w's values from the panel's first column of row 0 on, and that w's
+    /// row stride.
+    Direct(Vec<(&'a [f64], usize)>),
+}
+
+/// Columns `first..first + count` of `[w_1 | w_2 | ..]` as panels of `lanes` columns, each
+/// where it lies (every w in standard layout, its columns a multiple of `lanes`).
+fn panels_of<'a>(
+    ws: &'a [ArrayView2<'_, f64>],
+    first: usize,
+    count: usize,
+    lanes: usize,
+) -> Vec<(&'a [f64], usize)> {
+    let mut panels = Vec::with_capacity(count.div_ceil(lanes));
+    let mut start = 0;
+    for w in ws {
+        let values = w
+            .as_slice()
+            .expect("direct operands are in standard layout");
+        for c in (0..w.ncols()).step_by(lanes) {
+            if (first..first + count).contains(&(start + c)) {
+                panels.push((&values[c..], w.ncols()));
+            }
+        }
+        start += w.ncols();
+    }
+    panels
 }
 
 /// Columns `first..first + count` of `[w_1 | w_2 | ..]` in panels of `lanes` columns, block by
@@ -264,7 +313,7 @@ struct Shape {
 struct Multiply<'a> {
     shape: Shape,
     xp: &'a [f64],
-    wp: &'a [f64],
+    w: Operand<'a>,
     out: ArrayViewMut2<'a, f64>,
 }
 
@@ -276,7 +325,7 @@ impl Kernel for Multiply<'_> {
         let Multiply {
             shape: Shape { m, k, kc, x_panels },
             xp,
-            wp,
+            w,
             mut out,
         } = self;
         let n = out.ncols();
@@ -292,8 +341,17 @@ impl Kernel for Multiply<'_> {
                     let x_panel = &xp[(block * x_panels + q) * kc * COLS..][..depth * COLS];
                     let live_rows = COLS.min(m - q * COLS);
                     for p in first..panels.min(first + group) {
-                        let w_panel = &wp[(block * panels + p) * kc * S::ROWS..][..depth * S::ROWS];
-                        let c = tile(s, depth, w_panel, x_panel);
+                        let c = match &w {
+                            Operand::Packed(wp) => {
+                                let at = (block * panels + p) * kc * S::ROWS;
+                                tile(s, depth, &wp[at..at + depth * S::ROWS], x_panel)
+                            }
+                            Operand::Direct(ws) => {
+                                let (values, stride) = ws[p];
+                                let rows = &values[block * kc * stride..];
+                                tile_strided(s, depth, rows, stride, x_panel)
+                            }
+                        };
                         for (j, row) in c.iter().enumerate().take(live_rows) {
                             let at = (q * COLS + j) as isize * row_stride;
                             for (r, &v) in row.iter().enumerate() {

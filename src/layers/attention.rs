@@ -56,6 +56,37 @@ pub(crate) fn attend_into(
     softmax: Softmax,
     mask: Option<&Mask>,
     scores: &mut Array2<f64>,
+    weights: ArrayViewMut2<'_, f64>,
+    output: ArrayViewMut2<'_, f64>,
+) -> Result<(), AttentionError> {
+    let apply = |scores: ArrayView2<'_, f64>, weights: ArrayViewMut2<'_, f64>, masked| {
+        softmax.apply_into(scores, weights, masked)
+    };
+    attend_with([q, k, v], apply, mask, scores, weights, output)
+}
+
+/// [`attend_into`] with the encoder's softmax (`exp` on whole vectors).
+#[cfg(feature = "encoder")]
+pub(crate) fn attend_fast_into(
+    qkv: [ArrayView2<'_, f64>; 3],
+    softmax: Softmax,
+    mask: Option<&Mask>,
+    scores: &mut Array2<f64>,
+    weights: ArrayViewMut2<'_, f64>,
+    output: ArrayViewMut2<'_, f64>,
+) -> Result<(), AttentionError> {
+    let apply = |scores: ArrayView2<'_, f64>, weights: ArrayViewMut2<'_, f64>, masked| {
+        crate::layers::softmax::apply_fast_into(softmax, scores, weights, masked)
+    };
+    attend_with(qkv, apply, mask, scores, weights, output)
+}
+
+/// [`attend_into`], the softmax (scores, weights, whether masked) given by `apply`.
+fn attend_with(
+    [q, k, v]: [ArrayView2<'_, f64>; 3],
+    apply: impl FnOnce(ArrayView2<'_, f64>, ArrayViewMut2<'_, f64>, bool),
+    mask: Option<&Mask>,
+    scores: &mut Array2<f64>,
     mut weights: ArrayViewMut2<'_, f64>,
     mut output: ArrayViewMut2<'_, f64>,
 ) -> Result<(), AttentionError> {
@@ -67,7 +98,7 @@ pub(crate) fn attend_into(
     if let Some(mask) = mask {
         mask.apply(scores)?;
     }
-    softmax.apply_into(scores.view(), weights.view_mut(), mask.is_some());
+    apply(scores.view(), weights.view_mut(), mask.is_some());
     general_mat_mul(1.0, &weights, &v, 0.0, &mut output);
     Ok(())
 }

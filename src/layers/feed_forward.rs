@@ -5,7 +5,8 @@ use ndarray::{Array1, Array2, ArrayView2};
 
 use crate::error::{AttentionError, Operand};
 use crate::fast::parallel;
-use crate::into::{project_to, put};
+use crate::fast::simd::Step;
+use crate::into::fit;
 use crate::layers::linear::Linear;
 
 /// GELU with the exact Gaussian CDF, `x/2 (1 + erf(x/sqrt(2)))`: PyTorch's `nn.GELU()` and
@@ -150,13 +151,13 @@ impl FeedForward {
             ));
         }
         // On several cores for a long input; an erf costs a few dozen multiply-adds.
-        project_to(x, &self.w1, Some(&self.b1), &mut out.hidden);
-        put(
-            &mut out.activated,
-            parallel::map_elements(&out.hidden, 32, gelu),
-        );
-        let activated = out.activated.view();
-        project_to(activated, &self.w2, Some(&self.b2), &mut out.output);
+        fit(&mut out.hidden, (x.nrows(), self.w1.ncols()));
+        let (w1, b1) = ([self.w1.view()], [&self.b1]);
+        parallel::project_wide_into(x, &w1, Some(&b1), out.hidden.view_mut());
+        parallel::map_step_into(&out.hidden, Step::Gelu, 32, &mut out.activated);
+        fit(&mut out.output, (x.nrows(), self.w2.ncols()));
+        let (w2, b2) = ([self.w2.view()], [&self.b2]);
+        parallel::project_wide_into(out.activated.view(), &w2, Some(&b2), out.output.view_mut());
         Ok(())
     }
 }

@@ -4,7 +4,11 @@
 use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, ArrayViewMut3};
 
 use crate::error::{AttentionError, Operand};
+#[cfg(feature = "encoder")]
+use crate::fast::parallel;
 use crate::into::{each, fit, fit_matrix, project_here_to, project_to};
+#[cfg(feature = "encoder")]
+use crate::layers::attention::attend_fast_into;
 use crate::layers::attention::{attend_into, SCORES};
 use crate::layers::mask::Mask;
 use crate::layers::softmax::Softmax;
@@ -331,8 +335,27 @@ impl Head {
         ] {
             project_here_to(input, w, b, y);
         }
-        fit(&mut out.z, (x.nrows(), self.wv.ncols()));
-        let n = (x.nrows(), key.nrows());
+        self.attend_projected(
+            mask,
+            softmax.unwrap_or(self.softmax),
+            out,
+            weights,
+            attend_into,
+        )
+    }
+
+    /// The scores, weights and z of `out` from its Q, K and V, by `attend` (the seed
+    /// lessons' [`attend_into`], or the encoder's).
+    fn attend_projected(
+        &self,
+        mask: Option<&Mask>,
+        softmax: Softmax,
+        out: &mut HeadOutput,
+        weights: Option<ArrayViewMut2<'_, f64>>,
+        attend: Attend,
+    ) -> Result<(), AttentionError> {
+        fit(&mut out.z, (out.q.nrows(), self.wv.ncols()));
+        let n = (out.q.nrows(), out.k.nrows());
         fit_matrix(&mut out.scores, SCORES, n)?;
         let weights = match weights {
             Some(weights) => weights,
@@ -342,9 +365,8 @@ impl Head {
             }
         };
         // Shapes were checked in `new` and above, so only the mask can fail here.
-        let softmax = softmax.unwrap_or(self.softmax);
         let qkv = [out.q.view(), out.k.view(), out.v.view()];
-        attend_into(
+        attend(
             qkv,
             softmax,
             mask,
@@ -354,6 +376,16 @@ impl Head {
         )
     }
 }
+
+/// [`attend_into`]'s signature: Q, K, V, the softmax and the mask, into scores, weights and z.
+type Attend = fn(
+    [ArrayView2<'_, f64>; 3],
+    Softmax,
+    Option<&Mask>,
+    &mut Array2<f64>,
+    ArrayViewMut2<'_, f64>,
+    ArrayViewMut2<'_, f64>,
+) -> Result<(), AttentionError>;
 
 /// A multi-head attention layer: its heads run side by side, their outputs are concatenated,
 /// and W_O (if any) projects the concatenation.
@@ -643,8 +675,20 @@ impl MultiHead {
         })
         .into_iter()
         .collect::<Result<Vec<()>, _>>()?;
-        // Every z has x's rows: side by side, in order.
-        fit(&mut out.concat, (x.nrows(), self.result_width_of_values()));
+        self.concat(x.nrows(), out);
+        match &self.wo {
+            Some(wo) => {
+                let output = out.output.get_or_insert_with(|| Array2::zeros((0, 0)));
+                project_to(out.concat.view(), wo, self.bo.as_ref(), output);
+            }
+            None => out.output = None,
+        }
+        Ok(())
+    }
+
+    /// Every head's z (each with `rows` rows) side by side, in order, into `out.concat`.
+    fn concat(&self, rows: usize, out: &mut MultiHeadOutput) {
+        fit(&mut out.concat, (rows, self.result_width_of_values()));
         let mut start = 0;
         for head in &out.heads {
             let width = head.z.ncols();
@@ -653,10 +697,99 @@ impl MultiHead {
                 .assign(&head.z);
             start += width;
         }
+    }
+
+    /// The same layer with every weight matrix in standard (row-major) layout, which the
+    /// encoder's product reads where it lies; PyTorch's weights, transposed, come
+    /// column-major. The values are the same.
+    #[cfg(feature = "encoder")]
+    pub(crate) fn into_standard_layout(mut self) -> MultiHead {
+        let standard = |w: &mut Array2<f64>| {
+            if !w.is_standard_layout() {
+                *w = w.as_standard_layout().into_owned();
+            }
+        };
+        for head in &mut self.heads {
+            for w in [&mut head.wq, &mut head.wk, &mut head.wv] {
+                standard(w);
+            }
+        }
+        if let Some(wo) = &mut self.wo {
+            standard(wo);
+        }
+        self
+    }
+
+    /// Self-attention on X for the encoder ([`MultiHead::forward_into`]'s results, `inputs`
+    /// being X three times, up to rounding): Q, K and V of every head from one product
+    /// `X [W_Q^1 | W_K^1 | W_V^1 | W_Q^2 | ..]` and W_O on the crate's own product
+    /// (`parallel::project_wide_into`), and the softmax's `exp` on whole vectors. A layer
+    /// whose heads do not all have biases, or all none, takes [`MultiHead::forward_into`].
+    #[cfg(feature = "encoder")]
+    pub(crate) fn forward_fused_into(
+        &self,
+        x: ArrayView2<'_, f64>,
+        mask: Option<&Mask>,
+        out: &mut MultiHeadOutput,
+        weights: Option<ArrayViewMut3<'_, f64>>,
+    ) -> Result<(), AttentionError> {
+        let biases: Option<Vec<&Array1<f64>>> = self
+            .heads
+            .iter()
+            .map(|h| h.biases.as_ref().map(|b| [&b.bq, &b.bk, &b.bv]))
+            .collect::<Option<Vec<_>>>()
+            .map(|b| b.into_iter().flatten().collect());
+        if biases.is_none() && self.heads.iter().any(|h| h.biases.is_some()) {
+            return self.forward_into([x, x, x], mask, None, out, weights);
+        }
+        for (i, head) in self.heads.iter().enumerate() {
+            head.check_inputs([x, x, x], Some(i + 1))?;
+        }
+        let ws: Vec<ArrayView2<'_, f64>> = self
+            .heads
+            .iter()
+            .flat_map(|h| [h.wq.view(), h.wk.view(), h.wv.view()])
+            .collect();
+        let n = x.nrows();
+        let widths: Vec<usize> = ws.iter().map(|w| w.ncols()).collect();
+        let mut qkv = Array2::zeros((n, widths.iter().sum()));
+        parallel::project_wide_into(x, &ws, biases.as_deref(), qkv.view_mut());
+        out.heads.resize_with(self.heads.len(), HeadOutput::default);
+        let mut weights: Vec<Option<ArrayViewMut2<'_, f64>>> = match weights {
+            Some(w) => w.into_outer_iter_mut().map(Some).collect(),
+            None => Vec::new(),
+        };
+        weights.resize_with(self.heads.len(), || None);
+        let work = n * n * widths.iter().sum::<usize>();
+        let qkv = &qkv;
+        each(out.heads.iter_mut().zip(weights), work, |i, (head, w)| {
+            let mut start: usize = widths[..3 * i].iter().sum();
+            for (y, width) in [&mut head.q, &mut head.k, &mut head.v]
+                .into_iter()
+                .zip(&widths[3 * i..3 * i + 3])
+            {
+                fit(y, (n, *width));
+                y.assign(&qkv.slice(s![.., start..start + width]));
+                start += width;
+            }
+            let softmax = self.heads[i].softmax;
+            self.heads[i].attend_projected(mask, softmax, head, w, attend_fast_into)
+        })
+        .into_iter()
+        .collect::<Result<Vec<()>, _>>()?;
+        self.concat(n, out);
         match &self.wo {
             Some(wo) => {
                 let output = out.output.get_or_insert_with(|| Array2::zeros((0, 0)));
-                project_to(out.concat.view(), wo, self.bo.as_ref(), output);
+                fit(output, (n, wo.ncols()));
+                let bo: Option<Vec<&Array1<f64>>> = self.bo.as_ref().map(|b| vec![b]);
+                let wo = [wo.view()];
+                parallel::project_wide_into(
+                    out.concat.view(),
+                    &wo,
+                    bo.as_deref(),
+                    output.view_mut(),
+                );
             }
             None => out.output = None,
         }

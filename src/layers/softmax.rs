@@ -6,6 +6,8 @@
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
 
+#[cfg(feature = "encoder")]
+use crate::fast::simd::{map_in_place, Step};
 use crate::layers::mask::zero_blocked_rows;
 
 /// Which softmax a [`Head`](crate::layers::heads::Head) applies to its scores.
@@ -69,6 +71,34 @@ impl Softmax {
         if masked {
             zero_blocked_rows(scores, weights);
         }
+    }
+}
+
+/// [`Softmax::apply_into`] for the encoder: the stable softmax's `exp` on whole vectors
+/// (within 2 ulp of `f64::exp`, so its last digits can differ from NumPy's); the naive one
+/// as [`Softmax::apply_into`]. The seed lessons never come here.
+#[cfg(feature = "encoder")]
+pub(crate) fn apply_fast_into(
+    softmax: Softmax,
+    scores: ArrayView2<'_, f64>,
+    mut weights: ArrayViewMut2<'_, f64>,
+    masked: bool,
+) {
+    if softmax == Softmax::Naive {
+        return softmax.apply_into(scores, weights, masked);
+    }
+    let simd = crate::fast::simd::encoder_path();
+    weights.assign(&scores);
+    for mut row in weights.rows_mut() {
+        let max = nan_max(row.view());
+        match row.as_slice_mut() {
+            Some(values) => map_in_place(simd, Step::ExpMinus(max), values),
+            None => row.mapv_inplace(|s| (s - max).exp()),
+        }
+    }
+    normalise(weights.view_mut());
+    if masked {
+        zero_blocked_rows(scores, weights);
     }
 }
 

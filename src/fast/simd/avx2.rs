@@ -56,6 +56,30 @@ impl Lanes for Avx2 {
         unsafe { _mm256_fmadd_pd(a, b, c) }
     }
 
+    #[cfg(feature = "encoder")]
+    #[inline(always)]
+    fn div(self, a: __m256d, b: __m256d) -> __m256d {
+        // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.
+        unsafe { _mm256_div_pd(a, b) }
+    }
+
+    #[cfg(feature = "encoder")]
+    #[inline(always)]
+    fn abs(self, a: __m256d) -> __m256d {
+        // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.
+        unsafe { _mm256_andnot_pd(_mm256_set1_pd(-0.0), a) }
+    }
+
+    #[cfg(feature = "encoder")]
+    #[inline(always)]
+    fn select_less(self, x: __m256d, bound: f64, a: __m256d, b: __m256d) -> __m256d {
+        // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.
+        unsafe {
+            let less = _mm256_cmp_pd::<_CMP_LT_OQ>(x, _mm256_set1_pd(bound));
+            _mm256_blendv_pd(b, a, less)
+        }
+    }
+
     #[inline(always)]
     fn max(self, a: __m256d, b: __m256d) -> __m256d {
         // SAFETY: `self` is the Avx2 token, made only on a CPU with AVX2 and FMA.

@@ -65,6 +65,30 @@ impl Lanes for Avx512 {
         unsafe { _mm512_fmadd_pd(a, b, c) }
     }
 
+    #[cfg(feature = "encoder")]
+    #[inline(always)]
+    fn div(self, a: __m512d, b: __m512d) -> __m512d {
+        // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.
+        unsafe { _mm512_div_pd(a, b) }
+    }
+
+    #[cfg(feature = "encoder")]
+    #[inline(always)]
+    fn abs(self, a: __m512d) -> __m512d {
+        // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.
+        unsafe { _mm512_abs_pd(a) }
+    }
+
+    #[cfg(feature = "encoder")]
+    #[inline(always)]
+    fn select_less(self, x: __m512d, bound: f64, a: __m512d, b: __m512d) -> __m512d {
+        // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.
+        unsafe {
+            let less = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(x, _mm512_set1_pd(bound));
+            _mm512_mask_blend_pd(less, b, a)
+        }
+    }
+
     #[inline(always)]
     fn max(self, a: __m512d, b: __m512d) -> __m512d {
         // SAFETY: `self` is the Avx512 token, made only on a CPU with AVX-512F.

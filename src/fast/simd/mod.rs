@@ -218,6 +218,15 @@ pub(crate) trait Lanes: Copy {
     fn mul(self, a: Self::V, b: Self::V) -> Self::V;
     /// `a b + c`, fused where the CPU can.
     fn fma(self, a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    /// `a / b`, each lane.
+    #[cfg(feature = "encoder")]
+    fn div(self, a: Self::V, b: Self::V) -> Self::V;
+    /// `|a|`, each lane.
+    #[cfg(feature = "encoder")]
+    fn abs(self, a: Self::V) -> Self::V;
+    /// `if_less` where `x < bound`, else `otherwise` (NaN is not less), each lane.
+    #[cfg(feature = "encoder")]
+    fn select_less(self, x: Self::V, bound: f64, if_less: Self::V, otherwise: Self::V) -> Self::V;
     /// The larger of each pair; NaN where either is NaN (as `np.maximum`).
     fn max(self, a: Self::V, b: Self::V) -> Self::V;
     /// `-inf` lanes become 0 (the shift of a row that has seen only blocked keys).
@@ -263,6 +272,77 @@ pub(crate) fn exp<S: Lanes>(s: S, x: S::V) -> S::V {
     s.mul(s.mul(e, two_to_n1), two_to_n2)
 }
 
+/// The path the encoder's products and element-wise steps run on: [`Simd::Auto`] resolved
+/// once (a name in `ATTENTION_LAB_SIMD` this CPU cannot run gives the portable path).
+#[cfg(feature = "encoder")]
+pub(crate) fn encoder_path() -> Simd {
+    static PATH: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
+    *PATH.get_or_init(|| Simd::Auto.resolve().unwrap_or(Simd::Portable))
+}
+
+/// An element-wise step on a run of values, in place.
+#[cfg(feature = "encoder")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Step {
+    /// `exp(v - shift)`, by [`exp`].
+    ExpMinus(f64),
+    /// GELU, `v/2 (1 + erf(v/sqrt(2)))`, by [`erf::erf`].
+    Gelu,
+    /// `erf(v)` (for the tests: GELU's erf against libm's).
+    #[cfg(test)]
+    Erf,
+}
+
+/// `step` on every value of `values`, on the path `simd` (resolved): whole vectors, and the
+/// last few values in a vector padded with zeros, so that every value goes through the same
+/// arithmetic.
+#[cfg(feature = "encoder")]
+pub(crate) fn map_in_place(simd: Simd, step: Step, values: &mut [f64]) {
+    dispatch(simd, MapInPlace { step, values });
+}
+
+#[cfg(feature = "encoder")]
+struct MapInPlace<'a> {
+    step: Step,
+    values: &'a mut [f64],
+}
+
+#[cfg(feature = "encoder")]
+impl Kernel for MapInPlace<'_> {
+    type Out = ();
+
+    #[inline(always)]
+    fn run<S: Lanes>(self, s: S) {
+        let step = self.step;
+        let mut chunks = self.values.chunks_exact_mut(S::WIDTH);
+        for chunk in &mut chunks {
+            // SAFETY: a chunk holds exactly one vector's values.
+            unsafe { s.store(chunk.as_mut_ptr(), apply(s, step, s.load(chunk.as_ptr()))) };
+        }
+        let rest = chunks.into_remainder();
+        if !rest.is_empty() {
+            let mut lanes = [0.0; 16];
+            lanes[..rest.len()].copy_from_slice(rest);
+            // SAFETY: 16 values hold any vector.
+            unsafe { s.store(lanes.as_mut_ptr(), apply(s, step, s.load(lanes.as_ptr()))) };
+            rest.copy_from_slice(&lanes[..rest.len()]);
+        }
+    }
+}
+
+/// `step` on one vector. A function, not a closure: a closure is not compiled with its
+/// caller's target features, and the path's instructions would not be inlined into it.
+#[cfg(feature = "encoder")]
+#[inline(always)]
+fn apply<S: Lanes>(s: S, step: Step, v: S::V) -> S::V {
+    match step {
+        Step::ExpMinus(shift) => exp(s, s.add(v, s.splat(-shift))),
+        Step::Gelu => erf::gelu(s, v),
+        #[cfg(test)]
+        Step::Erf => erf::erf(s, v),
+    }
+}
+
 const LOG2_E: f64 = std::f64::consts::LOG2_E;
 // ln 2 in two parts: n * LN2_HI is exact for |n| < 2^11.
 const LN2_HI: f64 = 0.693_147_180_369_123_8;
@@ -287,6 +367,8 @@ const INV_FACTORIAL: [f64; 13] = [
     1.0 / 479_001_600.0,
 ];
 
+#[cfg(feature = "encoder")]
+mod erf;
 mod portable;
 pub(crate) use portable::Portable;
 

@@ -42,6 +42,24 @@ impl Lanes for Portable {
         std::array::from_fn(|i| fma_portable(a[i], b[i], c[i]))
     }
 
+    #[cfg(feature = "encoder")]
+    #[inline(always)]
+    fn div(self, a: [f64; 4], b: [f64; 4]) -> [f64; 4] {
+        std::array::from_fn(|i| a[i] / b[i])
+    }
+
+    #[cfg(feature = "encoder")]
+    #[inline(always)]
+    fn abs(self, a: [f64; 4]) -> [f64; 4] {
+        a.map(f64::abs)
+    }
+
+    #[cfg(feature = "encoder")]
+    #[inline(always)]
+    fn select_less(self, x: [f64; 4], bound: f64, a: [f64; 4], b: [f64; 4]) -> [f64; 4] {
+        std::array::from_fn(|i| if x[i] < bound { a[i] } else { b[i] })
+    }
+
     #[inline(always)]
     fn max(self, a: [f64; 4], b: [f64; 4]) -> [f64; 4] {
         std::array::from_fn(|i| nan_max(a[i], b[i]))

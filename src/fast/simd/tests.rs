@@ -209,3 +209,102 @@ fn max_spreads_nan_and_zero_neg_infinity_keeps_the_rest() {
         }
     }
 }
+
+/// `step` on `values` on every path this CPU runs, each with its name.
+#[cfg(feature = "encoder")]
+fn mapped(step: Step, values: &[f64]) -> Vec<(Simd, Vec<f64>)> {
+    paths()
+        .into_iter()
+        .map(|simd| {
+            let mut out = values.to_vec();
+            map_in_place(simd, step, &mut out);
+            (simd, out)
+        })
+        .collect()
+}
+
+/// Values from -8 to 8 in uneven steps, the ranges' ends, and the odd ones; 8003 of them, so
+/// that the last few go through the padded vector.
+#[cfg(feature = "encoder")]
+fn erf_inputs() -> Vec<f64> {
+    let mut values: Vec<f64> = (0..7_980).map(|i| -8.0 + 0.002_005_3 * i as f64).collect();
+    for edge in [
+        0.84375_f64,
+        1.25,
+        2.857_141_494_750_976_6,
+        6.0,
+        28.0,
+        1e-300,
+        1e-20,
+        5e-324,
+    ] {
+        values.extend([edge, -edge, f64::from_bits(edge.to_bits() - 1)]);
+    }
+    values.extend([0.0, -0.0]);
+    values
+}
+
+#[cfg(feature = "encoder")]
+#[test]
+fn erf_is_within_four_ulp_of_libm_on_every_path() {
+    let values = erf_inputs();
+    for (simd, got) in mapped(Step::Erf, &values) {
+        for (got, &x) in got.iter().zip(&values) {
+            let want = libm::erf(x);
+            // -0 may come out 0: GELU multiplies it by x/2.
+            assert!(
+                *got == want || ulps(*got, want) <= 4,
+                "{simd:?}: erf({x}) = {got}, libm {want}: {} ulp",
+                ulps(*got, want)
+            );
+        }
+    }
+    for (simd, got) in mapped(
+        Step::Erf,
+        &[f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e308],
+    ) {
+        assert!(got[0].is_nan(), "{simd:?}");
+        assert_eq!(got[1..], [1.0, -1.0, 1.0], "{simd:?}");
+    }
+}
+
+/// GELU on whole vectors against the scalar `gelu`: within 4 ulp of `x/2` (its error where
+/// `1 + erf` cancels, for negative x, is erf's, as in the scalar one).
+#[cfg(feature = "encoder")]
+#[test]
+fn gelu_is_the_scalar_gelu_within_four_ulp_of_half_x_on_every_path() {
+    let values = erf_inputs();
+    for (simd, got) in mapped(Step::Gelu, &values) {
+        for (got, &x) in got.iter().zip(&values) {
+            let want = crate::layers::feed_forward::gelu(x);
+            let ulp = f64::EPSILON * (0.5 * x.abs()).max(f64::MIN_POSITIVE);
+            assert!(
+                (got - want).abs() <= 4.0 * ulp,
+                "{simd:?}: gelu({x}) = {got}, scalar {want}"
+            );
+        }
+    }
+    for (simd, got) in mapped(Step::Gelu, &[f64::NAN, f64::INFINITY, f64::NEG_INFINITY]) {
+        assert!(
+            got[0].is_nan() && got[1] == f64::INFINITY,
+            "{simd:?}: {got:?}"
+        );
+        // -inf/2 (1 + erf(-inf)) = -inf 0, NaN, as the scalar one gives.
+        assert!(got[2].is_nan() && crate::layers::feed_forward::gelu(f64::NEG_INFINITY).is_nan());
+    }
+}
+
+#[cfg(feature = "encoder")]
+#[test]
+fn exp_minus_a_shift_is_within_two_ulp_of_std_on_every_path() {
+    let values: Vec<f64> = (0..1_003).map(|i| -40.0 + 0.047_1 * i as f64).collect();
+    for (simd, got) in mapped(Step::ExpMinus(3.25), &values) {
+        for (got, &x) in got.iter().zip(&values) {
+            let want = (x - 3.25).exp();
+            assert!(
+                ulps(*got, want) <= promised(simd),
+                "{simd:?}: exp({x} - 3.25) = {got}, std {want}"
+            );
+        }
+    }
+}

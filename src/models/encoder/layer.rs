@@ -101,7 +101,7 @@ impl EncoderLayer {
             ));
         }
         Ok(EncoderLayer {
-            attention,
+            attention: attention.into_standard_layout(),
             attention_norm,
             feed_forward,
             output_norm,
@@ -198,7 +198,7 @@ impl EncoderLayer {
             mask.check(x.nrows(), x.nrows())?;
         }
         self.attention
-            .forward_into([x, x, x], mask, None, &mut out.attention, weights)?;
+            .forward_fused_into(x, mask, &mut out.attention, weights)?;
         if edit(&mut out.attention.concat) {
             self.project_edited(&mut out.attention);
         }
