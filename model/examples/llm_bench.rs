@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo run --release -p attention-lab-model --example llm_bench -- [MODEL.gguf] \
-//!     [--runs R] [--new N] [--hold] [--drop-prefill]
+//!     [--runs R] [--new N] [--hold] [--drop-prefill] [--lean]
 //! ```
 //!
 //! The model is the path given, else `$ATTENTION_LAB_SMOLLM`. Threads: as many as the process
@@ -22,6 +22,12 @@
 //! mapped file's pages, shared by every process that maps it: `Pss` and `Anonymous` say what
 //! one more process costs.
 //!
+//! `--lean`: the lean steps (`Decoder::generation_with(.., Keep::LastHiddenState)`: RoPE tables
+//! and the mask made once a step, no intermediate kept, the LM head on the last row) instead of
+//! the teaching path's (`Decoder::generation`, every intermediate kept); the ids are the same
+//! bit for bit (tests/generation_lean.rs). BENCHMARKS.md's lean generation step runs both in
+//! turns. The prefill's output bytes are then the last row's logits only.
+//!
 //! `--drop-prefill`: each prefill's output is dropped once timed (a notebook that keeps only
 //! the new ids), so the cache alone is held. `--hold`: once the line is printed, it waits
 //! until its standard input closes, the last run's outputs still held (the bench's 30
@@ -32,7 +38,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use attention_lab::prelude::{DecoderOutput, Sampling};
+use attention_lab::prelude::{
+    AttentionError, DecoderKept, DecoderOutput, Generation, Keep, Sampling, Step,
+};
 use attention_lab_model::Llama;
 
 /// 128 tokens of English prose, the same ids as `PROMPT` in scripts/bench_llm.py: SmolLM2's
@@ -49,7 +57,8 @@ pub const PROMPT: [usize; 128] = [
     48401, 288, 28, 4335, 351, 260, 808, 4070,
 ];
 
-const USAGE: &str = "usage: llm_bench [MODEL.gguf] [--runs R] [--new N] [--hold] [--drop-prefill] \
+const USAGE: &str =
+    "usage: llm_bench [MODEL.gguf] [--runs R] [--new N] [--hold] [--drop-prefill] [--lean] \
                      (the model: the path given, else $ATTENTION_LAB_SMOLLM)";
 
 fn main() -> ExitCode {
@@ -69,10 +78,12 @@ struct Options {
     new: usize,
     hold: bool,
     drop_prefill: bool,
+    lean: bool,
 }
 
 fn options(args: &[String]) -> Result<Options, String> {
     let (mut path, mut runs, mut new, mut hold, mut drop_prefill) = (None, 1, 64, false, false);
+    let mut lean = false;
     let mut args = args.iter();
     let count = |flag: &str, value: Option<&String>| -> Result<usize, String> {
         value
@@ -86,6 +97,7 @@ fn options(args: &[String]) -> Result<Options, String> {
             "--new" => new = count("--new", args.next())?,
             "--hold" => hold = true,
             "--drop-prefill" => drop_prefill = true,
+            "--lean" => lean = true,
             flag if flag.starts_with("--") => return Err(format!("unknown flag {flag}; {USAGE}")),
             file if path.is_none() => path = Some(PathBuf::from(file)),
             _ => return Err(USAGE.to_string()),
@@ -100,6 +112,7 @@ fn options(args: &[String]) -> Result<Options, String> {
         new,
         hold,
         drop_prefill,
+        lean,
     })
 }
 
@@ -118,22 +131,43 @@ fn run(args: &[String]) -> Result<(), String> {
     for r in 0..o.runs {
         drop(held.take()); // the previous run's prefill output and cache
         let start = Instant::now();
-        let (prefill, mut steps) = decoder
-            .generation(&PROMPT, Sampling::Greedy)
-            .map_err(|e| e.to_string())?;
-        let prefill_ms = ms(start);
-        let prefill_bytes = output_bytes(&prefill);
-        let prefill = (!o.drop_prefill).then_some(prefill);
-        let mut ids = Vec::with_capacity(o.new);
-        let mut at = Vec::with_capacity(o.new); // when each new token's pass is done
-        for _ in 0..o.new {
-            let step = steps
-                .next()
-                .expect("generation never ends")
+        let (ids, at, prefill_ms, prefill_bytes, run_held) = if o.lean {
+            let (prefill, mut steps) = decoder
+                .generation_with(&PROMPT, Sampling::Greedy, Keep::LastHiddenState)
                 .map_err(|e| e.to_string())?;
-            at.push(Instant::now());
-            ids.push(step.id);
-        }
+            let prefill_ms = ms(start);
+            let bytes = prefill.logits().map_or(0, |l| l.len()) * std::mem::size_of::<f64>();
+            let (ids, at) = take(&mut steps, o.new)?;
+            let prefill = (!o.drop_prefill).then_some(prefill);
+            (
+                ids,
+                at,
+                prefill_ms,
+                bytes,
+                Held::Lean {
+                    _prefill: prefill,
+                    steps,
+                },
+            )
+        } else {
+            let (prefill, mut steps) = decoder
+                .generation(&PROMPT, Sampling::Greedy)
+                .map_err(|e| e.to_string())?;
+            let prefill_ms = ms(start);
+            let bytes = output_bytes(&prefill);
+            let (ids, at) = take(&mut steps, o.new)?;
+            let prefill = (!o.drop_prefill).then_some(prefill);
+            (
+                ids,
+                at,
+                prefill_ms,
+                bytes,
+                Held::Teaching {
+                    _prefill: prefill,
+                    steps,
+                },
+            )
+        };
         let steps_ms: Vec<f64> = at
             .windows(2)
             .map(|w| (w[1] - w[0]).as_secs_f64() * 1e3)
@@ -153,9 +187,9 @@ fn run(args: &[String]) -> Result<(), String> {
         ));
         if r == 0 {
             generated = Some(Memory::now());
-            live = (prefill_bytes, steps.cache().bytes());
+            live = (prefill_bytes, run_held.cache_bytes());
         }
-        held = Some((prefill, steps));
+        held = Some(run_held);
     }
     let peak_kib = status_kib("VmHWM:");
     let line = format!(
@@ -189,6 +223,46 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     drop(held);
     Ok(())
+}
+
+/// A run's prefill output (unless dropped) and its generation, KV cache included: what a
+/// notebook's variables would hold.
+enum Held<'d> {
+    Teaching {
+        _prefill: Option<DecoderOutput>,
+        steps: Generation<'d>,
+    },
+    Lean {
+        _prefill: Option<DecoderKept>,
+        steps: Generation<'d, DecoderKept>,
+    },
+}
+
+impl Held<'_> {
+    fn cache_bytes(&self) -> usize {
+        match self {
+            Held::Teaching { steps, .. } => steps.cache().bytes(),
+            Held::Lean { steps, .. } => steps.cache().bytes(),
+        }
+    }
+}
+
+/// `new` tokens from `steps`: their ids, and when each one's pass was done.
+fn take<K>(
+    steps: &mut impl Iterator<Item = Result<Step<K>, AttentionError>>,
+    new: usize,
+) -> Result<(Vec<usize>, Vec<Instant>), String> {
+    let mut ids = Vec::with_capacity(new);
+    let mut at = Vec::with_capacity(new);
+    for _ in 0..new {
+        let step = steps
+            .next()
+            .ok_or("generation ended early")?
+            .map_err(|e| e.to_string())?;
+        at.push(Instant::now());
+        ids.push(step.id);
+    }
+    Ok((ids, at))
 }
 
 /// The bytes of a pass's kept arrays: embeddings, every block's intermediates, the final
