@@ -59,17 +59,6 @@ pub(crate) fn each<P: Send, T: Send>(
     })
 }
 
-/// `y` into `out`: copied when `out` already has its shape (its memory reused, and `y`'s
-/// given back at once), moved in otherwise (a new buffer costs no copy).
-#[cfg(feature = "encoder")]
-pub(crate) fn put(out: &mut Array2<f64>, y: Array2<f64>) {
-    if out.dim() == y.dim() {
-        out.assign(&y);
-    } else {
-        *out = y;
-    }
-}
-
 /// `x w`, plus `b` on every row when there is a bias, into `out` ([`fit`] to its shape):
 /// `parallel::project_here_into`, on the calling thread.
 pub(crate) fn project_here_to(

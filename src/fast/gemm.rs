@@ -9,6 +9,8 @@
 //! the first-level cache while a group of `w`'s panels (about 512 KiB) stays in the second.
 
 use ndarray::{s, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
+#[cfg(feature = "encoder")]
+use ndarray::Array1;
 
 use crate::fast::parallel;
 use crate::fast::simd::{dispatch, Kernel, Lanes, Simd};
@@ -398,6 +400,31 @@ unsafe fn store<S: Lanes>(s: S, to: *mut f64, v: S::V, live: usize, add: bool) {
             let to = to.add(i);
             *to = if add { *to + lane } else { lane };
         }
+    }
+}
+
+/// `x [w_1 | w_2 | ..]`, plus `[b_1 | b_2 | ..]` on every row where biases are given, into
+/// `out` (`x.nrows()` x the `w`s' columns together), whatever it held: the encoder's
+/// projections, on the crate's own product (`gemm`) on the widest path this CPU has, its
+/// columns shared among the cores. On an Intel CPU with two 512-bit FMA units (Sapphire
+/// Rapids) its eight-lane tile is wider than matrixmultiply's four-lane kernel.
+#[cfg(feature = "encoder")]
+pub(crate) fn project_wide_into(
+    x: ArrayView2<'_, f64>,
+    ws: &[ArrayView2<'_, f64>],
+    bs: Option<&[&Array1<f64>]>,
+    mut out: ArrayViewMut2<'_, f64>,
+) {
+    let n: usize = ws.iter().map(|w| w.ncols()).sum();
+    let work = x.nrows().saturating_mul(x.ncols()).saturating_mul(n);
+    let simd = crate::fast::simd::encoder_path();
+    product(simd, x, ws, out.view_mut(), parallel::threads(n, work));
+    let Some(bs) = bs else { return };
+    let mut start = 0;
+    for b in bs {
+        let mut part = out.slice_mut(s![.., start..start + b.len()]);
+        part += *b;
+        start += b.len();
     }
 }
 

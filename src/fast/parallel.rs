@@ -13,7 +13,7 @@ pub(crate) const MIN_WORK: usize = 1 << 20;
 
 /// Threads for `units` independent pieces of `work` multiply-adds in all: one per core, at
 /// most one per piece, and one when the work is small.
-fn threads(units: usize, work: usize) -> usize {
+pub(crate) fn threads(units: usize, work: usize) -> usize {
     if work < MIN_WORK {
         return 1;
     }
@@ -112,45 +112,21 @@ pub(crate) fn project_into(
     }
 }
 
-/// `x [w_1 | w_2 | ..]`, plus `[b_1 | b_2 | ..]` on every row where biases are given, into
-/// `out` (`x.nrows()` x the `w`s' columns together), whatever it held: the encoder's
-/// projections, on the crate's own product (`gemm`) on the widest path this CPU has, its
-/// columns shared among the cores. On an Intel CPU with two 512-bit FMA units (Sapphire
-/// Rapids) its eight-lane tile is wider than matrixmultiply's four-lane kernel.
-#[cfg(feature = "encoder")]
-pub(crate) fn project_wide_into(
-    x: ArrayView2<'_, f64>,
-    ws: &[ArrayView2<'_, f64>],
-    bs: Option<&[&Array1<f64>]>,
-    mut out: ArrayViewMut2<'_, f64>,
-) {
-    let n: usize = ws.iter().map(|w| w.ncols()).sum();
-    let work = x.nrows().saturating_mul(x.ncols()).saturating_mul(n);
-    let simd = crate::fast::simd::encoder_path();
-    crate::fast::gemm::product(simd, x, ws, out.view_mut(), threads(n, work));
-    let Some(bs) = bs else { return };
-    let mut start = 0;
-    for b in bs {
-        let mut part = out.slice_mut(s![.., start..start + b.len()]);
-        part += *b;
-        start += b.len();
-    }
-}
-
-/// `step` on each element of `x`, into `out` ([`fit`](crate::into::fit) to `x`'s shape), on
-/// whole vectors of the encoder's path, on several cores for a large `x`; `cost` is what
-/// one element costs in multiply-adds, roughly.
+/// `step` on each element of `x`, into `out` (of `x`'s shape, in standard layout: the caller
+/// fits it, as `into` does), on whole vectors of the encoder's path, on several cores for a
+/// large `x`; `cost` is what one element costs in multiply-adds, roughly.
 #[cfg(feature = "encoder")]
 pub(crate) fn map_step_into(
     x: &Array2<f64>,
     step: crate::fast::simd::Step,
     cost: usize,
-    out: &mut Array2<f64>,
+    mut out: ArrayViewMut2<'_, f64>,
 ) {
-    crate::into::fit(out, x.dim());
     out.assign(x);
     let simd = crate::fast::simd::encoder_path();
-    let values = out.as_slice_mut().expect("fit gives a standard layout");
+    let values = out
+        .as_slice_mut()
+        .expect("a fitted matrix has a standard layout");
     let blocks = threads(x.nrows(), x.len().saturating_mul(cost));
     let per = values.len().div_ceil(blocks.max(1)).max(1);
     each_part(values.chunks_mut(per), |part| {

@@ -4,6 +4,7 @@
 use ndarray::{Array1, Array2, ArrayView2};
 
 use crate::error::{AttentionError, Operand};
+use crate::fast::gemm;
 use crate::fast::parallel;
 use crate::fast::simd::Step;
 use crate::into::fit;
@@ -153,11 +154,12 @@ impl FeedForward {
         // On several cores for a long input; an erf costs a few dozen multiply-adds.
         fit(&mut out.hidden, (x.nrows(), self.w1.ncols()));
         let (w1, b1) = ([self.w1.view()], [&self.b1]);
-        parallel::project_wide_into(x, &w1, Some(&b1), out.hidden.view_mut());
-        parallel::map_step_into(&out.hidden, Step::Gelu, 32, &mut out.activated);
+        gemm::project_wide_into(x, &w1, Some(&b1), out.hidden.view_mut());
+        fit(&mut out.activated, out.hidden.dim());
+        parallel::map_step_into(&out.hidden, Step::Gelu, 32, out.activated.view_mut());
         fit(&mut out.output, (x.nrows(), self.w2.ncols()));
         let (w2, b2) = ([self.w2.view()], [&self.b2]);
-        parallel::project_wide_into(out.activated.view(), &w2, Some(&b2), out.output.view_mut());
+        gemm::project_wide_into(out.activated.view(), &w2, Some(&b2), out.output.view_mut());
         Ok(())
     }
 }

@@ -5,7 +5,7 @@ use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, ArrayViewMut3};
 
 use crate::error::{AttentionError, Operand};
 #[cfg(feature = "encoder")]
-use crate::fast::parallel;
+use crate::fast::gemm;
 use crate::into::{each, fit, fit_matrix, project_here_to, project_to};
 #[cfg(feature = "encoder")]
 use crate::layers::attention::attend_fast_into;
@@ -723,7 +723,7 @@ impl MultiHead {
     /// Self-attention on X for the encoder ([`MultiHead::forward_into`]'s results, `inputs`
     /// being X three times, up to rounding): Q, K and V of every head from one product
     /// `X [W_Q^1 | W_K^1 | W_V^1 | W_Q^2 | ..]` and W_O on the crate's own product
-    /// (`parallel::project_wide_into`), and the softmax's `exp` on whole vectors. A layer
+    /// (`gemm::project_wide_into`), and the softmax's `exp` on whole vectors. A layer
     /// whose heads do not all have biases, or all none, takes [`MultiHead::forward_into`].
     #[cfg(feature = "encoder")]
     pub(crate) fn forward_fused_into(
@@ -753,7 +753,7 @@ impl MultiHead {
         let n = x.nrows();
         let widths: Vec<usize> = ws.iter().map(|w| w.ncols()).collect();
         let mut qkv = Array2::zeros((n, widths.iter().sum()));
-        parallel::project_wide_into(x, &ws, biases.as_deref(), qkv.view_mut());
+        gemm::project_wide_into(x, &ws, biases.as_deref(), qkv.view_mut());
         out.heads.resize_with(self.heads.len(), HeadOutput::default);
         let mut weights: Vec<Option<ArrayViewMut2<'_, f64>>> = match weights {
             Some(w) => w.into_outer_iter_mut().map(Some).collect(),
@@ -784,12 +784,7 @@ impl MultiHead {
                 fit(output, (n, wo.ncols()));
                 let bo: Option<Vec<&Array1<f64>>> = self.bo.as_ref().map(|b| vec![b]);
                 let wo = [wo.view()];
-                parallel::project_wide_into(
-                    out.concat.view(),
-                    &wo,
-                    bo.as_deref(),
-                    output.view_mut(),
-                );
+                gemm::project_wide_into(out.concat.view(), &wo, bo.as_deref(), output.view_mut());
             }
             None => out.output = None,
         }
