@@ -287,6 +287,7 @@ class Run:
         ]
         for name, proc in reversed(self.daemons):
             steps.append((name, lambda proc=proc: stop(proc)))
+        steps.append(("node cgroups", remove_node_groups))
         steps.append(("munged", self.stop_munge))
         steps.append(("network", self.stop_net))
         steps.append(("users", self.remove_users))
@@ -346,12 +347,23 @@ class Run:
         for ctl in ["memory", "cpuset", "freezer"]:
             for name, _, _, _ in NODES:
                 if os.path.exists(f"/sys/fs/cgroup/{ctl}/slurm_{name}"):
-                    # slurmd leaves its own empty node group; a job's would be a leak.
                     jobs = [d for _, dirs, _ in os.walk(f"/sys/fs/cgroup/{ctl}/slurm_{name}")
                             for d in dirs if d.startswith("job_")]
-                    if jobs:
-                        left.append(f"cgroups {ctl}/slurm_{name}: {', '.join(jobs)}")
+                    left.append(f"cgroup {ctl}/slurm_{name} {', '.join(jobs)}")
         return left
+
+
+def remove_node_groups():
+    """slurmd's own groups of the nodes (slurm_b1, empty once their jobs ended) removed;
+    a group that still holds a job's processes stays, for `leftovers` to name."""
+    for ctl in ["memory", "cpuset", "freezer"]:
+        for name, _, _, _ in NODES:
+            top = f"/sys/fs/cgroup/{ctl}/slurm_{name}"
+            for root, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
+                try:
+                    os.rmdir(root)
+                except OSError:
+                    pass
 
 
 def stop(proc, timeout=15):
