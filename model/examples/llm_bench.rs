@@ -39,7 +39,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use attention_lab::prelude::{
-    AttentionError, DecoderKept, DecoderOutput, Generation, Keep, Sampling, Step,
+    AttentionError, Decoder, DecoderKept, DecoderOutput, Generation, Keep, Sampling, Step,
 };
 use attention_lab_model::Llama;
 
@@ -131,43 +131,13 @@ fn run(args: &[String]) -> Result<(), String> {
     for r in 0..o.runs {
         drop(held.take()); // the previous run's prefill output and cache
         let start = Instant::now();
-        let (ids, at, prefill_ms, prefill_bytes, run_held) = if o.lean {
-            let (prefill, mut steps) = decoder
-                .generation_with(&PROMPT, Sampling::Greedy, Keep::LastHiddenState)
-                .map_err(|e| e.to_string())?;
-            let prefill_ms = ms(start);
-            let bytes = prefill.logits().map_or(0, |l| l.len()) * std::mem::size_of::<f64>();
-            let (ids, at) = take(&mut steps, o.new)?;
-            let prefill = (!o.drop_prefill).then_some(prefill);
-            (
-                ids,
-                at,
-                prefill_ms,
-                bytes,
-                Held::Lean {
-                    _prefill: prefill,
-                    steps,
-                },
-            )
-        } else {
-            let (prefill, mut steps) = decoder
-                .generation(&PROMPT, Sampling::Greedy)
-                .map_err(|e| e.to_string())?;
-            let prefill_ms = ms(start);
-            let bytes = output_bytes(&prefill);
-            let (ids, at) = take(&mut steps, o.new)?;
-            let prefill = (!o.drop_prefill).then_some(prefill);
-            (
-                ids,
-                at,
-                prefill_ms,
-                bytes,
-                Held::Teaching {
-                    _prefill: prefill,
-                    steps,
-                },
-            )
-        };
+        let Run {
+            ids,
+            at,
+            prefill_ms,
+            prefill_bytes,
+            held: run_held,
+        } = one_run(decoder, &o, start)?;
         let steps_ms: Vec<f64> = at
             .windows(2)
             .map(|w| (w[1] - w[0]).as_secs_f64() * 1e3)
@@ -223,6 +193,56 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     drop(held);
     Ok(())
+}
+
+/// One run's prefill and new tokens, started at `start`: what `run` reports of it.
+struct Run<'d> {
+    ids: Vec<usize>,
+    at: Vec<Instant>,
+    prefill_ms: f64,
+    prefill_bytes: usize,
+    held: Held<'d>,
+}
+
+/// A prefill of [`PROMPT`] and `o.new` tokens, on the teaching path or (`--lean`) the lean steps.
+fn one_run<'d>(decoder: &'d Decoder, o: &Options, start: Instant) -> Result<Run<'d>, String> {
+    Ok(if o.lean {
+        let (prefill, mut steps) = decoder
+            .generation_with(&PROMPT, Sampling::Greedy, Keep::LastHiddenState)
+            .map_err(|e| e.to_string())?;
+        let prefill_ms = ms(start);
+        let bytes = prefill.logits().map_or(0, |l| l.len()) * std::mem::size_of::<f64>();
+        let (ids, at) = take(&mut steps, o.new)?;
+        let prefill = (!o.drop_prefill).then_some(prefill);
+        Run {
+            ids,
+            at,
+            prefill_ms,
+            prefill_bytes: bytes,
+            held: Held::Lean {
+                _prefill: prefill,
+                steps,
+            },
+        }
+    } else {
+        let (prefill, mut steps) = decoder
+            .generation(&PROMPT, Sampling::Greedy)
+            .map_err(|e| e.to_string())?;
+        let prefill_ms = ms(start);
+        let bytes = output_bytes(&prefill);
+        let (ids, at) = take(&mut steps, o.new)?;
+        let prefill = (!o.drop_prefill).then_some(prefill);
+        Run {
+            ids,
+            at,
+            prefill_ms,
+            prefill_bytes: bytes,
+            held: Held::Teaching {
+                _prefill: prefill,
+                steps,
+            },
+        }
+    })
 }
 
 /// A run's prefill output (unless dropped) and its generation, KV cache included: what a
