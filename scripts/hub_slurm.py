@@ -3,6 +3,9 @@ live: four students' servers as Slurm jobs spread over both nodes, each running 
 cells from the shared compiled-cell cache, one job killed and started again, everything
 stopped at the end.
 
+Status: the hub side (`--spawner slurm`) is not in `attention-lab hub` yet (issue 46, in
+progress; deploy/slurm/README.md); until it lands, step 1 runs and step 2 stops at the flag.
+
 The two nodes are two slurmd, each in a network namespace of its own (slnb1 10.77.0.2 and
 slnb2 10.77.0.3, on a bridge slbr0 10.77.0.1 in this machine's namespace, where slurmctld and
 the hub run). Why namespaces and not Debian's multiple-slurmd build (which it is, and which
