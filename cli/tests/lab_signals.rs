@@ -8,7 +8,6 @@
     clippy::unwrap_used,
     reason = "test code: a failed unwrap is the test failing, as a failed assert is"
 )]
-
 #![cfg(target_os = "linux")]
 
 use attention_lab_jupyter::process;

@@ -6,7 +6,6 @@
     clippy::unwrap_used,
     reason = "test code: a failed unwrap is the test failing, as a failed assert is"
 )]
-
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};

@@ -8,9 +8,9 @@
 //! are packed in blocks of [`KC`] of the shared dimension: a panel of `x` (12 KiB) stays in
 //! the first-level cache while a group of `w`'s panels (about 512 KiB) stays in the second.
 
-use ndarray::{s, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
 #[cfg(feature = "encoder")]
 use ndarray::Array1;
+use ndarray::{s, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
 
 use crate::fast::parallel;
 use crate::fast::simd::{dispatch, Kernel, Lanes, Simd};
